@@ -1,0 +1,69 @@
+# skyline_nb developer entry points. `make lab` and `make test` do all set-up on a fresh clone.
+PYTHON ?= python3
+TORCH_SPEC ?= torch==2.13.0
+VENV := .venv
+BIN := $(VENV)/bin
+JS_SRC := $(wildcard js/src/*.js js/src/*.css)
+LABEXT_SRC := $(wildcard js/labextension/*.js js/labextension/package.json)
+WIDGET_BUNDLE := skyline_nb/widget/static/widget.js
+LABEXT_BUILT := skyline_nb/labextension/package.json
+PORT ?= 8888
+PYTEST_ARGS ?=
+
+.PHONY: setup lab demo test lint jstest pytest bench fuzz clean
+
+setup: $(VENV)/.installed
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+# torch first, from the exact spec, so nothing later pulls a multi-GB CUDA build.
+$(VENV)/.torch: | $(BIN)/python
+	$(BIN)/pip install -q "$(TORCH_SPEC)"
+	touch $@
+
+node_modules/.package-lock.json: package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+$(WIDGET_BUNDLE): node_modules/.package-lock.json $(JS_SRC)
+	npm run -s build:widget
+
+$(LABEXT_BUILT): node_modules/.package-lock.json $(LABEXT_SRC) $(VENV)/.installed-py
+	PATH="$(CURDIR)/$(BIN):$$PATH" npm run -s build:labextension
+
+$(VENV)/.installed-py: pyproject.toml $(VENV)/.torch $(WIDGET_BUNDLE)
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-py $(LABEXT_BUILT)
+	$(BIN)/jupyter labextension develop --overwrite . > /dev/null
+	touch $@
+
+lab: setup
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --no-browser --allow-root \
+		--ServerApp.root_dir=$(CURDIR)/notebooks notebooks/quickstart.ipynb
+
+demo: setup
+	$(BIN)/python -m skyline_nb.demo --out build
+
+lint: setup
+	$(BIN)/ruff check skyline_nb tests benchmarks
+
+jstest: setup
+	npx vitest run
+
+pytest: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: lint jstest pytest
+
+bench: setup
+	@for script in benchmarks/*.py; do echo "== $$script"; $(BIN)/python $$script || exit 1; done
+
+fuzz: setup
+	SKYLINE_FUZZ_EXAMPLES=10000 $(BIN)/python -m pytest tests/unit/test_source_property.py -q
+
+clean:
+	rm -rf build dist skyline_nb/widget/static skyline_nb/labextension node_modules $(VENV)

@@ -1,0 +1,32 @@
+"""skyline_nb: Skyline's interactive PyTorch training profiler, inside Jupyter.
+
+``%load_ext skyline_nb`` registers ``%skyline`` / ``%%skyline``; ``skyline_nb.profile(...)`` is
+the Python API. Heavy imports (torch, the widget) happen lazily, on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from skyline_nb.report import Report
+
+
+def profile(*args: Any, **kwargs: Any) -> Report:
+    """Profile one training iteration; see ``skyline_nb.profiler.session.profile``."""
+    from skyline_nb.profiler.session import profile as _profile
+
+    return _profile(*args, **kwargs)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Called by ``%load_ext skyline_nb``."""
+    from skyline_nb.magic import load
+
+    load(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    return [{"src": "labextension", "dest": "skyline-nb"}]

@@ -1,0 +1,3 @@
+from skyline_nb.cli import main
+
+raise SystemExit(main())

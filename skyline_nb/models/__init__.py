@@ -1,0 +1,5 @@
+"""Performance models (pure numpy): linear fits of iteration time and peak memory vs batch size."""
+
+from skyline_nb.models.linear import LinearFit, PerformanceModels
+
+__all__ = ["LinearFit", "PerformanceModels"]

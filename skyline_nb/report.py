@@ -1,0 +1,242 @@
+"""The Report: the one data model every part of skyline_nb speaks.
+
+The profiler produces it, the widget renders ONLY from its JSON (``to_dict``), and the exports
+(SQLite in Skyline's schemas, JSON, standalone HTML) are views of it. Keeping it a plain tree of
+dataclasses with a versioned, lossless ``to_dict``/``from_dict`` lets saved notebooks and shared
+JSON files be read back by later versions (``schema_version`` says which layout a dict has).
+
+Units: times in milliseconds (floats, as Skyline's reports), sizes in bytes (integers).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skyline_nb.models.linear import PerformanceModels
+
+SCHEMA_VERSION = 1
+
+NODE_KINDS = ("root", "module", "op", "optimizer", "untracked")
+
+
+class ReportFormatError(ValueError):
+    """A dict/JSON document is not a Report this version can read."""
+
+
+@dataclass
+class Frame:
+    """One source location in the user's code.
+
+    ``file`` is a path relative to the project root, or for a notebook cell the kernel's code
+    name of that cell (see ``cells.py``); ``cell_id`` is set for cells and ``line`` is then the
+    1-based line as the user sees it in the cell (the ``%%skyline`` line counts).
+    """
+
+    file: str
+    line: int
+    cell_id: str | None = None
+
+
+@dataclass
+class Node:
+    """One node of the breakdown tree: a module instance, an operation, or a remainder.
+
+    ``path`` is unique in the tree (module attribute path like ``layer1.0.conv2``; operations get
+    ``<module path>/<op name>#<k>``). ``backward_ms`` is None when nothing ran backward for it.
+    Module nodes carry the sums of their children; ``weight_bytes``/``grad_bytes`` count the
+    parameters owned by the module and its descendants.
+    """
+
+    id: int
+    name: str
+    path: str
+    kind: str
+    forward_ms: float = 0.0
+    backward_ms: float | None = None
+    activation_bytes: int = 0
+    weight_bytes: int = 0
+    grad_bytes: int = 0
+    frames: list[Frame] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
+
+    @property
+    def total_ms(self) -> float:
+        return self.forward_ms + (self.backward_ms or 0.0)
+
+    def walk(self) -> Iterator[Node]:
+        """Yield this node and all descendants, depth first, parents before children."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
+
+    def find(self, path: str) -> Node | None:
+        return next((n for n in self.walk() if n.path == path), None)
+
+
+@dataclass
+class WeightEntry:
+    """One named parameter (as ``named_parameters`` names it; tied weights appear once)."""
+
+    name: str
+    bytes: int
+    grad_bytes: int
+    frames: list[Frame] = field(default_factory=list)
+
+
+@dataclass
+class Sample:
+    """One uninstrumented measurement at a batch size, used to fit the performance models."""
+
+    batch_size: int
+    iteration_ms: float
+    peak_bytes: int
+
+
+@dataclass
+class DeviceInfo:
+    kind: str  # "cuda" | "cpu"
+    name: str
+    capacity_bytes: int
+
+
+@dataclass
+class SourceFile:
+    """The code of a cell or project file that frames point into, for the code view."""
+
+    file: str
+    code: str
+    cell_id: str | None = None
+
+
+@dataclass
+class BatchSizeSource:
+    """Where the batch-size literal lives, so a drag can rewrite only its characters.
+
+    ``kind`` is ``"signature_default"`` or ``"module_variable"``; ``start``/``end`` are character
+    offsets of the literal in ``code``. ``editable`` is false with ``reason`` when no unique
+    integer literal was found.
+    """
+
+    code: str
+    editable: bool
+    kind: str | None = None
+    start: int | None = None
+    end: int | None = None
+    value: int | None = None
+    cell_id: str | None = None
+    file: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class Report:
+    batch_size: int
+    iteration_ms: float
+    throughput: float
+    peak_bytes: int
+    device: DeviceInfo
+    tree: Node
+    weights: list[WeightEntry] = field(default_factory=list)
+    categories: dict[str, int] = field(default_factory=dict)
+    samples: list[Sample] = field(default_factory=list)
+    models: PerformanceModels | None = None
+    sources: list[SourceFile] = field(default_factory=list)
+    source: BatchSizeSource | None = None
+    instrumented_ms: float | None = None
+    untracked_ms: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    torch_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+
+    # ---- serialisation -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``Report.from_dict(r.to_dict()) == r``."""
+        data = asdict(self)
+        data["models"] = self.models.to_dict() if self.models is not None else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Report:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ReportFormatError(
+                f"report schema_version {version!r} is not {SCHEMA_VERSION}; "
+                "it was written by another version of skyline_nb"
+            )
+        try:
+            return cls(
+                batch_size=int(data["batch_size"]),
+                iteration_ms=float(data["iteration_ms"]),
+                throughput=float(data["throughput"]),
+                peak_bytes=int(data["peak_bytes"]),
+                device=DeviceInfo(**data["device"]),
+                tree=_node_from_dict(data["tree"]),
+                weights=[
+                    WeightEntry(**{**w, "frames": _frames(w.get("frames", []))})
+                    for w in data.get("weights", [])
+                ],
+                categories={k: int(v) for k, v in data.get("categories", {}).items()},
+                samples=[Sample(**s) for s in data.get("samples", [])],
+                models=(
+                    PerformanceModels.from_dict(data["models"])
+                    if data.get("models") is not None
+                    else None
+                ),
+                sources=[SourceFile(**s) for s in data.get("sources", [])],
+                source=(
+                    BatchSizeSource(**data["source"]) if data.get("source") is not None else None
+                ),
+                instrumented_ms=data.get("instrumented_ms"),
+                untracked_ms=float(data.get("untracked_ms", 0.0)),
+                warnings=list(data.get("warnings", [])),
+                torch_version=data.get("torch_version", ""),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ReportFormatError(f"malformed report: {exc}") from exc
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        """Compact JSON text; written to ``path`` too when given."""
+        text = json.dumps(self.to_dict(), separators=(",", ":"), allow_nan=False)
+        if path is not None:
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> Report:
+        if isinstance(text_or_path, Path) or not str(text_or_path).lstrip().startswith("{"):
+            text_or_path = Path(text_or_path).read_text(encoding="utf-8")
+        return cls.from_dict(json.loads(text_or_path))
+
+    def save_sqlite(self, path: str | Path, kind: str = "time") -> Path:
+        """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas)."""
+        from skyline_nb.export.sqlite import save_report
+
+        return save_report(self, Path(path), kind)
+
+
+def _frames(items: list[dict[str, Any]]) -> list[Frame]:
+    return [Frame(**f) for f in items]
+
+
+def _node_from_dict(data: dict[str, Any]) -> Node:
+    if data.get("kind") not in NODE_KINDS:
+        raise ReportFormatError(f"unknown node kind {data.get('kind')!r}")
+    return Node(
+        id=int(data["id"]),
+        name=data["name"],
+        path=data["path"],
+        kind=data["kind"],
+        forward_ms=float(data["forward_ms"]),
+        backward_ms=None if data.get("backward_ms") is None else float(data["backward_ms"]),
+        activation_bytes=int(data["activation_bytes"]),
+        weight_bytes=int(data["weight_bytes"]),
+        grad_bytes=int(data["grad_bytes"]),
+        frames=_frames(data.get("frames", [])),
+        children=[_node_from_dict(c) for c in data.get("children", [])],
+    )

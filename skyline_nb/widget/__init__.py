@@ -1,0 +1,42 @@
+"""SkylineWidget: the anywidget that renders a Report's JSON. Traits only; no profiling here.
+
+The front end (``js/src``, bundled into ``static/widget.js``) draws everything from the
+``report`` trait, so a saved notebook or the offline HTML page renders without a kernel.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import anywidget
+import traitlets
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+
+
+class SkylineWidget(anywidget.AnyWidget):
+    """Interactive view of one profiled training iteration.
+
+    Traits:
+        report: the Report as ``Report.to_dict()`` (empty while nothing was profiled yet).
+        status: progress text while the kernel profiles ("" when idle).
+        error: a readable error to show instead of (or above) the report ("" when none).
+        selected_batch_size: set by the front end when a drag ends; None before any drag.
+        edit_target: where the batch-size literal lives ({cell_id, start, end, value, ...}),
+            or {} when the source cannot be edited (the reason is then in ``report.source``).
+    """
+
+    _esm = _STATIC / "widget.js"
+    _css = _STATIC / "widget.css"
+
+    report = traitlets.Dict().tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    selected_batch_size = traitlets.Int(None, allow_none=True).tag(sync=True)
+    edit_target = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, report: Any = None, **kwargs: Any) -> None:
+        if report is not None and not isinstance(report, dict):
+            report = report.to_dict()
+        super().__init__(report=report or {}, **kwargs)
