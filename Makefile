@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 
 .PHONY: setup lab demo test lint jstest pytest bench fuzz clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed $(WIDGET_BUNDLE) $(LABEXT_BUILT)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,15 +30,21 @@ node_modules/.package-lock.json: package-lock.json
 $(WIDGET_BUNDLE): node_modules/.package-lock.json $(JS_SRC)
 	npm run -s build:widget
 
-$(LABEXT_BUILT): node_modules/.package-lock.json $(LABEXT_SRC) $(VENV)/.installed-py
-	PATH="$(CURDIR)/$(BIN):$$PATH" npm run -s build:labextension
+# The companion labextension: @jupyter/builder's build script, run with node directly (the
+# pip `jupyter-builder` wrapper would run jlpm inside js/labextension). Takes about a second.
+$(LABEXT_BUILT): node_modules/.package-lock.json $(LABEXT_SRC)
+	npm run -s build:labextension > /dev/null
 
-$(VENV)/.installed-py: pyproject.toml $(VENV)/.torch $(WIDGET_BUNDLE)
-	$(BIN)/pip install -q -e ".[dev]"
+# Make has built the JS already, so the editable install skips hatch-jupyter-builder's
+# `npm install && npm run build` (it would run on every editable install).
+$(VENV)/.installed-py: pyproject.toml $(VENV)/.torch | $(WIDGET_BUNDLE) $(LABEXT_BUILT)
+	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.installed-py $(LABEXT_BUILT)
-	$(BIN)/jupyter labextension develop --overwrite . > /dev/null
+# `jupyter-builder develop` (which the deprecated `jupyter labextension develop` calls) links
+# share/jupyter/labextensions/skyline-nb to skyline_nb/labextension: rebuilds need no re-link.
+$(VENV)/.installed: $(VENV)/.installed-py | $(LABEXT_BUILT)
+	$(BIN)/jupyter-builder develop --overwrite . > /dev/null
 	touch $@
 
 lab: setup

@@ -21,6 +21,13 @@ def profile(*args: Any, **kwargs: Any) -> Report:
     return _profile(*args, **kwargs)
 
 
+def last_report() -> Report | None:
+    """The Report of the latest ``%skyline`` run in this kernel (None before any)."""
+    from skyline_nb.magic import last_report as _last_report
+
+    return _last_report()
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """Called by ``%load_ext skyline_nb``."""
     from skyline_nb.magic import load

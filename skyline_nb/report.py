@@ -118,9 +118,11 @@ class SourceFile:
 class BatchSizeSource:
     """Where the batch-size literal lives, so a drag can rewrite only its characters.
 
-    ``kind`` is ``"signature_default"`` or ``"module_variable"``; ``start``/``end`` are character
-    offsets of the literal in ``code``. ``editable`` is false with ``reason`` when no unique
-    integer literal was found.
+    ``kind`` is ``"signature_default"`` or ``"module_variable"``; ``start``/``end`` are Python str
+    offsets of the literal in ``code`` and ``start_utf16``/``end_utf16`` the same positions in
+    UTF-16 code units (JupyterLab's shared model indexes JavaScript strings). ``editable`` is
+    false with ``reason`` when no unique integer literal was found; an editable source may still
+    carry a ``reason`` note (e.g. the profiled batch differs from the literal).
     """
 
     code: str
@@ -132,6 +134,8 @@ class BatchSizeSource:
     cell_id: str | None = None
     file: str | None = None
     reason: str | None = None
+    start_utf16: int | None = None
+    end_utf16: int | None = None
 
 
 @dataclass
@@ -212,6 +216,12 @@ class Report:
         if isinstance(text_or_path, Path) or not str(text_or_path).lstrip().startswith("{"):
             text_or_path = Path(text_or_path).read_text(encoding="utf-8")
         return cls.from_dict(json.loads(text_or_path))
+
+    def to_html(self, path: str | Path, title: str = "Skyline profile") -> Path:
+        """Write one offline page rendering this report with the interactive widget."""
+        from skyline_nb.export.html import save_html
+
+        return save_html(self.to_dict(), Path(path), title)
 
     def save_sqlite(self, path: str | Path, kind: str = "time") -> Path:
         """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas)."""

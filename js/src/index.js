@@ -1,37 +1,96 @@
 // skyline_nb widget entry: anywidget's render({model, el}) for one view of a Report.
-import { summaryLines } from "./summary.js";
+// Renders ONLY from the synced traits (report, status, error), so a saved notebook or the
+// offline page shows the same widget without a kernel; predictions come from the report's
+// model coefficients (predict.js).
+
+import { h } from "./dom.js";
+import { createError, createStatus, renderEmpty, renderHeader } from "./header.js";
+import { createReportView } from "./reportview.js";
+import { createTooltip } from "./tooltip.js";
 import "./widget.css";
 
-function render({ model, el }) {
-  const controller = new AbortController();
-  const root = document.createElement("div");
-  root.className = "skyline-nb";
-  root.dataset.skyline = "root";
-  el.appendChild(root);
+function hasReport(report) {
+  return Boolean(report && typeof report === "object" && report.tree && report.batch_size !== undefined);
+}
 
-  const draw = () => {
-    root.replaceChildren();
-    const status = model.get("status");
-    const error = model.get("error");
-    if (status) root.appendChild(line("status", status));
-    if (error) root.appendChild(line("error", error));
-    for (const text of summaryLines(model.get("report"))) root.appendChild(line("summary", text));
-  };
-  model.on("change:report", draw);
-  model.on("change:status", draw);
-  model.on("change:error", draw);
-  draw();
+/** Build one view; returns its cleanup. Several views of one model may exist at once. */
+export function createView({ model, el }) {
+  const root = h("div", { class: "skyline-nb", data: { skyline: "root" } });
+  const status = createStatus();
+  const error = createError();
+  const header = h("div", { class: "sk-header-slot" });
+  const body = h("div", { class: "sk-body" });
+  root.append(header, status.el, error.el, body);
+  const tooltip = createTooltip(root);
+  el.append(root);
+
+  let reportController = null; // one AbortController for every listener of the current report
+  let view = null;
+  let renderProblem = "";
+
+  function drawReport() {
+    // Listeners and timers of the previous report die with its controller.
+    reportController?.abort();
+    reportController = new AbortController();
+    const report = model.get("report");
+    const drillPath = view?.drillPath ?? null;
+    const firstDraw = view === null;
+    view = null;
+    renderProblem = "";
+    onError();
+    tooltip.hide();
+    if (!hasReport(report)) {
+      header.replaceChildren();
+      body.replaceChildren(renderEmpty());
+      return;
+    }
+    header.replaceChildren(renderHeader(report));
+    try {
+      view = createReportView({
+        report,
+        model,
+        el,
+        tooltip,
+        signal: reportController.signal,
+        drillPath,
+        // A new view of a model that was already dragged starts at the chosen batch size; a new
+        // report (re-profiled) starts at its own measured batch size.
+        initialBatch: firstDraw ? model.get("selected_batch_size") ?? undefined : undefined,
+      });
+      body.replaceChildren(view.el);
+    } catch (err) {
+      // A malformed report must not leave an empty output: say what broke.
+      body.replaceChildren();
+      renderProblem = `Cannot display this report: ${err?.message || err}`;
+      onError();
+    }
+  }
+
+  const onReport = () => drawReport();
+  const onStatus = () => status.set(model.get("status"));
+  const onError = () => error.set([model.get("error"), renderProblem].filter(Boolean).join("\n\n"));
+  const onSelected = () => view?.follow(model.get("selected_batch_size"));
+  const onMeasurement = () => view?.measured();
+  const listeners = [
+    ["change:report", onReport], ["change:status", onStatus], ["change:error", onError],
+    ["change:selected_batch_size", onSelected], ["change:measurement", onMeasurement],
+  ];
+  for (const [name, cb] of listeners) model.on(name, cb);
+
+  onStatus();
+  drawReport();
+
   return () => {
-    controller.abort();
+    reportController?.abort();
+    // anywidget already drops a view's model.on listeners when the view goes; off() also
+    // covers hosts (the standalone page) that do not.
+    if (typeof model.off === "function") for (const [name, cb] of listeners) model.off(name, cb);
     root.remove();
   };
 }
 
-function line(kind, text) {
-  const div = document.createElement("div");
-  div.dataset.skyline = kind;
-  div.textContent = text;
-  return div;
+function render({ model, el }) {
+  return createView({ model, el });
 }
 
 export default { render };

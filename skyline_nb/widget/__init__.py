@@ -25,6 +25,8 @@ class SkylineWidget(anywidget.AnyWidget):
         selected_batch_size: set by the front end when a drag ends; None before any drag.
         edit_target: where the batch-size literal lives ({cell_id, start, end, value, ...}),
             or {} when the source cannot be edited (the reason is then in ``report.source``).
+        measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
+            throughput}), shown beside the prediction; {} before any.
     """
 
     _esm = _STATIC / "widget.js"
@@ -35,8 +37,28 @@ class SkylineWidget(anywidget.AnyWidget):
     error = traitlets.Unicode("").tag(sync=True)
     selected_batch_size = traitlets.Int(None, allow_none=True).tag(sync=True)
     edit_target = traitlets.Dict().tag(sync=True)
+    measurement = traitlets.Dict().tag(sync=True)
 
     def __init__(self, report: Any = None, **kwargs: Any) -> None:
         if report is not None and not isinstance(report, dict):
             report = report.to_dict()
         super().__init__(report=report or {}, **kwargs)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The widget view, plus a static snapshot for viewers that cannot run widgets.
+
+        ``text/html`` (inline SVG, no script) is what GitHub and nbconvert show;
+        ``text/plain`` is the headline numbers. Displayed through a display handle, the magic
+        re-sends this bundle once the report is in, so the saved output is never stale.
+        """
+        from skyline_nb.export.snapshot import headline, snapshot_html
+
+        bundle = super()._repr_mimebundle_(**kwargs)  # anywidget: (data, metadata)
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
+        data = dict(data)
+        if self.report:
+            data["text/plain"] = "Skyline profile: " + headline(self.report)
+        elif self.error:
+            data["text/plain"] = "Skyline profile failed: " + self.error
+        data["text/html"] = snapshot_html(self.report)
+        return data, metadata

@@ -1,0 +1,79 @@
+// The edit protocol between the skyline widget and this extension, free of any JupyterLab import.
+//
+// The widget dispatches, from its own DOM node (inside a cell's output area),
+//   new CustomEvent(EDIT_EVENT, {bubbles: true, cancelable: true, composed: true, detail})
+// with detail = {cellId, start, end, text, expected}: replace source[start:end] of the cell
+// whose nbformat id is cellId by text, provided that slice still reads `expected`. Offsets are
+// JavaScript string offsets (UTF-16 code units) into the cell's current source.
+//
+// The extension answers synchronously, before dispatchEvent returns:
+//   * it calls preventDefault() whenever it found the cell, and sets detail.result to
+//     {ok: true, message} (edited, one undo step) or {ok: false, message} (refused, untouched);
+//   * when no open notebook holds the cell it leaves the event alone (the widget falls back to
+//     its other ways of editing) and still sets detail.result = {ok: false, message}.
+
+export const EDIT_EVENT = "skyline-edit-source";
+
+// Why `detail` cannot be applied to a source of length `length`, or "" when it can.
+export function invalidDetail(detail, length) {
+  if (!detail || typeof detail !== "object") return "the edit has no detail";
+  const { cellId, start, end, text, expected } = detail;
+  if (typeof cellId !== "string" || cellId === "") return "the edit names no cell id";
+  if (typeof text !== "string" || typeof expected !== "string") {
+    return "the edit needs string `text` and `expected`";
+  }
+  if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
+    return `the edit span [${start}, ${end}) is not a valid range`;
+  }
+  if (length !== undefined && end > length) {
+    return `the edit span [${start}, ${end}) runs past the end of the cell (${length} characters)`;
+  }
+  return "";
+}
+
+// Apply detail to a shared cell model (JupyterLab's YCodeCell: getSource / updateSource).
+// Returns {ok, message}; the source is left untouched unless ok.
+export function applyEdit(cell, detail) {
+  const source = cell.getSource();
+  const invalid = invalidDetail(detail, source.length);
+  if (invalid) return { ok: false, message: invalid };
+  const { start, end, text, expected } = detail;
+  const found = source.slice(start, end);
+  if (found !== expected) {
+    return {
+      ok: false,
+      message:
+        `The cell changed since it was profiled: expected ${JSON.stringify(expected)} ` +
+        `at ${start}-${end}, found ${JSON.stringify(found)}. Re-run the cell and try again.`,
+    };
+  }
+  // updateSource is one Yjs transaction, hence one undo step in the cell's editor.
+  cell.updateSource(start, end, text);
+  return { ok: true, message: `Replaced ${JSON.stringify(expected)} by ${JSON.stringify(text)}.` };
+}
+
+// The shared notebook model of a main-area widget, if it is a notebook panel (duck-typed, so
+// no @jupyterlab import is needed: NotebookPanel.content is a Notebook whose model has one).
+function notebookModelOf(widget) {
+  const shared = widget?.content?.model?.sharedModel;
+  return shared && Array.isArray(shared.cells) ? shared : null;
+}
+
+function cellIn(notebook, cellId) {
+  return notebook.cells.find((cell) => cell.id === cellId) ?? null;
+}
+
+// Find the shared cell with `cellId`: first in the notebook whose DOM node contains `target`
+// (the widget's own notebook), else in the only open notebook that holds that id (the widget
+// may be shown in a detached output view). Returns null when none or several models match.
+export function findCell(widgets, target, cellId) {
+  const notebooks = [];
+  for (const widget of widgets) {
+    const model = notebookModelOf(widget);
+    if (!model) continue;
+    if (target instanceof Node && widget.node?.contains(target)) return cellIn(model, cellId);
+    if (!notebooks.includes(model)) notebooks.push(model);
+  }
+  const matches = notebooks.map((model) => cellIn(model, cellId)).filter(Boolean);
+  return matches.length === 1 ? matches[0] : null;
+}

@@ -1,0 +1,47 @@
+// skyline-nb companion plugin for JupyterLab 4 and Notebook 7: applies the skyline widget's
+// batch-size edits to the notebook cell, by cell id, as one undo step. No runtime dependency:
+// the app is reached through `app.shell`, and the protocol lives in edit.js.
+import { EDIT_EVENT, applyEdit, findCell, invalidDetail } from "./edit.js";
+
+function mainAreaWidgets(shell) {
+  const widgets = typeof shell.widgets === "function" ? [...shell.widgets("main")] : [];
+  if (shell.currentWidget && !widgets.includes(shell.currentWidget)) {
+    widgets.push(shell.currentWidget);
+  }
+  return widgets;
+}
+
+function onEditSource(app, event) {
+  if (event.defaultPrevented) return; // another copy of this extension already answered
+  const detail = event.detail;
+  if (!detail || typeof detail !== "object") return;
+  const invalid = invalidDetail(detail);
+  if (invalid) {
+    event.preventDefault();
+    detail.result = { ok: false, message: invalid };
+    return;
+  }
+  const cell = findCell(mainAreaWidgets(app.shell), event.target, detail.cellId);
+  if (!cell) {
+    detail.result = { ok: false, message: `No open notebook has a cell with id ${detail.cellId}.` };
+    return;
+  }
+  event.preventDefault();
+  try {
+    detail.result = applyEdit(cell, detail);
+  } catch (error) {
+    detail.result = { ok: false, message: `The edit failed: ${error?.message ?? error}` };
+  }
+}
+
+const plugin = {
+  id: "skyline-nb:edit-source",
+  description: "Applies skyline_nb widget edits (the batch size) to the notebook cell source.",
+  autoStart: true,
+  requires: [],
+  activate(app) {
+    document.addEventListener(EDIT_EVENT, (event) => onEditSource(app, event));
+  },
+};
+
+export default plugin;

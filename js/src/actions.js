@@ -1,0 +1,42 @@
+// Kernel actions: "Re-profile" and "Measure at N" (N = the batch size shown), sent as
+// {kind, ...} messages that skyline_nb/live.py dispatches, and the measurement that comes back
+// in the `measurement` trait, shown beside the prediction for the same batch size. Without a
+// kernel (the standalone page, a saved notebook) there is nobody to answer: no buttons.
+
+import { h } from "./dom.js";
+import { formatBytes, formatPercent, formatThroughput } from "./format.js";
+
+export function hasKernel(model) {
+  return typeof model?.send === "function" && !model.standalone;
+}
+
+export function createActions({ model, predictor, signal, getBatch }) {
+  // A widget made by hand (SkylineWidget(report=...)) has a kernel but nobody serving these
+  // messages; the kernel side says so with a `live` trait when it has one (absent = assume yes).
+  const live = hasKernel(model) && (typeof model.get !== "function" || model.get("live") !== false);
+  const reprofile = h("button", { class: "sk-button", text: "Re-profile", data: { skyline: "reprofile" }, attrs: { type: "button", title: "Profile again at the measured batch size" } });
+  const measure = h("button", { class: "sk-button", data: { skyline: "measure" }, attrs: { type: "button", title: "Run the iteration at this batch size and compare with the prediction" } });
+  const result = h("div", { class: "sk-measurement", data: { skyline: "measurement" }, attrs: { "aria-live": "polite" } });
+  const el = h("div", { class: "sk-actions" }, [live ? h("div", { class: "sk-action-buttons" }, [reprofile, measure]) : null, result]);
+
+  reprofile.addEventListener("click", () => model.send({ kind: "reprofile" }), { signal });
+  measure.addEventListener("click", () => model.send({ kind: "measure", batch_size: getBatch() }), { signal });
+
+  function update() {
+    measure.textContent = `Measure at ${getBatch()}`;
+    const m = typeof model.get === "function" ? model.get("measurement") : null;
+    result.replaceChildren();
+    if (!m || !Number.isFinite(m.batch_size)) return;
+    const lines = [`Measured at ${m.batch_size}: ${formatThroughput(m.throughput)}, peak ${formatBytes(m.peak_bytes)}`];
+    if (predictor.canManipulate) {
+      const t = predictor.predictThroughput(m.batch_size);
+      const p = predictor.predictPeakBytes(m.batch_size);
+      lines.push(`predicted ${formatThroughput(t)} (${formatPercent((m.throughput - t) / t)} off), `
+        + `${formatBytes(p)} (${formatPercent((m.peak_bytes - p) / p)} off)`);
+    }
+    for (const text of lines) result.append(h("div", { text }));
+  }
+
+  update();
+  return { el, update };
+}

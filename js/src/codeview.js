@@ -1,0 +1,140 @@
+// The code view: the cells/files behind the current drill level, with a marker on each
+// profiled line for its time and memory within that level (see lines.js for the attribution).
+// Hovering a breakdown segment highlights its lines; clicking a line selects it and tells the
+// page with a bubbling `skyline-reveal-line` event, which a notebook front end can use to
+// scroll the source cell into view.
+
+import { h } from "./dom.js";
+import { formatBytes, formatFrame, formatMs, formatPercent } from "./format.js";
+import { lineKey, lineStats, sourcesFor } from "./lines.js";
+import { cssPercent, fraction } from "./scale.js";
+import { nodeLabel } from "./tree.js";
+
+const WINDOW_ABOVE = 150; // longer sources show only the profiled lines and some context
+const CONTEXT = 3;
+
+function splitLines(code) {
+  return String(code ?? "").split(/\r\n|\r|\n/);
+}
+
+/** Line numbers (1-based) to render: all of a short source, else marked lines ± CONTEXT. */
+function visibleLines(count, marked) {
+  if (count <= WINDOW_ABOVE) return Array.from({ length: count }, (_, i) => i + 1);
+  const keep = new Set();
+  for (const line of marked) {
+    for (let l = Math.max(1, line - CONTEXT); l <= Math.min(count, line + CONTEXT); l++) keep.add(l);
+  }
+  return [...keep].sort((a, b) => a - b);
+}
+
+export function createCodeView({ signal, onSelectLine }) {
+  const head = h("div", { class: "sk-code-head" });
+  const body = h("div", { class: "sk-code-body" });
+  const el = h("section", { class: "sk-code", data: { skyline: "code-view" } }, [head, body]);
+  const rows = new Map(); // lineKey -> row element
+  let selected = null;
+
+  function setLevel({ node, isRoot, report, timeTotal, memoryTotal }) {
+    rows.clear();
+    selected = null;
+    const stats = lineStats(node, report.weights, isRoot);
+    const sources = sourcesFor(report.sources, stats);
+    head.textContent = `Source of ${nodeLabel(node)}: time and memory per line`;
+    body.replaceChildren();
+    if (!sources.length) {
+      body.append(h("div", { class: "sk-empty", text: stats.size
+        ? "The profiled lines are in files this report does not include."
+        : "No source lines were recorded for this level." }));
+      return;
+    }
+    const maxTime = Math.max(0, ...[...stats.values()].map((e) => e.timeMs));
+    const maxBytes = Math.max(0, ...[...stats.values()].map((e) => e.activationBytes + e.weightBytes));
+    for (const source of sources) {
+      body.append(renderSource(source, stats, { timeTotal, memoryTotal, maxTime, maxBytes }));
+    }
+  }
+
+  function renderSource(source, stats, scale) {
+    const lines = splitLines(source.code);
+    const marked = [...stats.values()].filter((e) => e.file === source.file).map((e) => e.line);
+    const name = source.cell_id ? `cell ${String(source.cell_id).slice(0, 8)}` : source.file;
+    const list = h("div", { class: "sk-code-lines", attrs: { role: "list" } });
+    let previous = 0;
+    for (const n of visibleLines(lines.length, marked)) {
+      if (n > previous + 1) list.append(h("div", { class: "sk-code-gap", text: `\u22ef ${n - previous - 1} lines` }));
+      previous = n;
+      const stat = stats.get(lineKey(source.file, n));
+      list.append(renderLine(source, n, lines[n - 1], stat, scale));
+    }
+    if (lines.length > previous) list.append(h("div", { class: "sk-code-gap", text: `\u22ef ${lines.length - previous} lines` }));
+    return h("div", { class: "sk-code-file", data: { file: source.file } }, [
+      h("div", { class: "sk-code-file-name", text: name, title: source.file }),
+      list,
+    ]);
+  }
+
+  function renderLine(source, n, text, stat, { timeTotal, memoryTotal, maxTime, maxBytes }) {
+    const cells = [h("span", { class: "sk-ln", text: String(n) })];
+    if (stat) {
+      const bytes = stat.activationBytes + stat.weightBytes;
+      const detail = [
+        `${formatFrame({ file: source.file, line: n, cell_id: source.cell_id })}`,
+        `time ${formatMs(stat.timeMs)} (${formatPercent(fraction(stat.timeMs, timeTotal))} of this level)`,
+        `activations ${formatBytes(stat.activationBytes)}, weights + grads ${formatBytes(stat.weightBytes)}`
+          + ` (${formatPercent(fraction(bytes, memoryTotal))} of this level's memory)`,
+      ].join("\n");
+      cells.push(h("span", { class: "sk-marker", data: { skyline: "line-marker", line: n }, title: detail }, [
+        h("span", { class: "sk-marker-bars", attrs: { "aria-hidden": "true" } }, [
+          h("span", { class: "sk-marker-time", style: { width: cssPercent(fraction(stat.timeMs, maxTime)) } }),
+          h("span", { class: "sk-marker-mem", style: { width: cssPercent(fraction(bytes, maxBytes)) } }),
+        ]),
+        h("span", { class: "sk-marker-text", text: `${formatMs(stat.timeMs)} \u00b7 ${formatBytes(bytes)}` }),
+      ]));
+    } else {
+      cells.push(h("span", { class: "sk-marker sk-marker-none" }));
+    }
+    cells.push(h("code", { class: "sk-code-text", text: text === "" ? " " : text }));
+    const row = h("div", {
+      class: `sk-code-line${stat ? " sk-profiled" : ""}`,
+      data: { line: n, file: source.file, cellId: source.cell_id ?? undefined },
+      attrs: { role: "listitem", tabindex: stat ? 0 : null, "aria-selected": "false" },
+    }, cells);
+    rows.set(lineKey(source.file, n), row);
+    return row;
+  }
+
+  function select(row) {
+    if (selected) {
+      selected.classList.remove("sk-selected");
+      selected.setAttribute("aria-selected", "false");
+    }
+    selected = row;
+    row.classList.add("sk-selected");
+    row.setAttribute("aria-selected", "true");
+    const detail = { cellId: row.dataset.cellId ?? null, file: row.dataset.file, line: Number(row.dataset.line) };
+    onSelectLine(lineKey(detail.file, detail.line));
+    row.dispatchEvent(new CustomEvent("skyline-reveal-line", { bubbles: true, composed: true, detail }));
+  }
+
+  body.addEventListener("click", (e) => {
+    const row = e.target instanceof Element ? e.target.closest(".sk-code-line") : null;
+    if (row) select(row);
+  }, { signal });
+  body.addEventListener("keydown", (e) => {
+    const row = e.target instanceof Element ? e.target.closest(".sk-code-line") : null;
+    if (row && (e.key === "Enter" || e.key === " ")) {
+      e.preventDefault();
+      select(row);
+    }
+  }, { signal });
+
+  /** Highlight the lines in `keys` (a Set of lineKey) or none. */
+  function highlight(keys) {
+    for (const [key, row] of rows) {
+      const on = Boolean(keys && keys.has(key));
+      if (row.classList.contains("sk-highlight") !== on) row.classList.toggle("sk-highlight", on);
+    }
+  }
+
+  return { el, setLevel, highlight };
+}

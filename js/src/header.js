@@ -1,0 +1,79 @@
+// The headline numbers (measured, never predicted), the progress line while the kernel
+// profiles, and the error box.
+
+import { h } from "./dom.js";
+import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
+
+function stat(label, value, title) {
+  // data-skyline="summary" items keep the plain "Label: value" text the smoke tests read; the
+  // colon is hidden by CSS because the label sits above the value.
+  return h("div", { class: "sk-stat", data: { skyline: "summary" }, title }, [
+    h("span", { class: "sk-stat-label", text: label }),
+    h("span", { class: "sk-stat-sep", text: ": " }),
+    h("span", { class: "sk-stat-value", text: value }),
+  ]);
+}
+
+export function renderHeader(report) {
+  const device = report.device || {};
+  const deviceName = [device.name, device.kind && device.name !== device.kind ? `(${device.kind})` : null]
+    .filter(Boolean).join(" ") || "unknown";
+  const maxThroughput = report.models?.max_throughput;
+  const items = [
+    stat("Device", deviceName, device.capacity_bytes ? `capacity ${formatBytes(device.capacity_bytes)}` : undefined),
+    stat("Batch size", formatInt(report.batch_size)),
+    stat("Iteration", formatMs(report.iteration_ms)),
+    stat("Throughput", formatThroughput(report.throughput)),
+    stat("Peak memory", formatBytes(report.peak_bytes)),
+    stat("Max throughput (predicted)", maxThroughput ? formatThroughput(maxThroughput) : "\u2014",
+      maxThroughput ? "1000 / slope of the iteration-time model" : report.models?.reason || "no model"),
+  ];
+  return h("div", { class: "sk-header", data: { skyline: "header" } }, items);
+}
+
+export function renderEmpty() {
+  return h("div", { class: "sk-empty", data: { skyline: "summary" }, text: "No profile yet." });
+}
+
+export function createStatus() {
+  const text = h("span", { class: "sk-status-text" });
+  const el = h("div", { class: "sk-status", data: { skyline: "status" }, attrs: { role: "status", "aria-live": "polite", hidden: "" } }, [
+    h("span", { class: "sk-spinner", attrs: { "aria-hidden": "true" } }),
+    text,
+  ]);
+  return {
+    el,
+    set(message) {
+      text.textContent = message || "";
+      el.hidden = !message;
+    },
+  };
+}
+
+/**
+ * Errors arrive as text from the kernel, often with a traceback: one line says what went wrong,
+ * the rest folds into a details box so the widget stays readable.
+ */
+export function createError() {
+  const el = h("div", { class: "sk-error", data: { skyline: "error" }, attrs: { role: "alert", hidden: "" } });
+  return {
+    el,
+    set(message) {
+      const text = String(message || "").trim();
+      el.hidden = !text;
+      el.replaceChildren();
+      if (!text) return;
+      const lines = text.split(/\r?\n/);
+      // A Python traceback says what went wrong on its LAST line.
+      const traceback = lines[0].startsWith("Traceback");
+      const headline = traceback ? lines.filter((l) => l.trim()).pop() : lines[0];
+      el.append(h("div", { class: "sk-error-message", text: headline }));
+      if (lines.length > 1) {
+        el.append(h("details", { class: "sk-error-details" }, [
+          h("summary", { text: "Details" }),
+          h("pre", { text: traceback ? text : lines.slice(1).join("\n") }),
+        ]));
+      }
+    },
+  };
+}

@@ -1,0 +1,98 @@
+// Source-line attribution for the code view: which lines of the user's cells/files the time and
+// memory of the current drill level come from. Pure data, no DOM.
+//
+// A node's frames are the user-code part of the stack that produced it (the call sites in the
+// model's forward, the training loop line, ...). Each leaf under the current level charges its
+// time and activation bytes to every distinct line in its frames, i.e. lines get INCLUSIVE
+// totals like a line profiler's: `loss = model(x)` carries the whole forward pass and
+// `x = self.layer1(x)` only layer1's. Leaves without frames inherit their nearest framed
+// ancestor's, so an op inside a torch module still lands on the user's call site.
+
+import { nodeTime } from "./tree.js";
+
+export const lineKey = (file, line) => `${file}\n${line}`;
+
+function distinct(frames) {
+  const seen = new Map();
+  for (const f of frames || []) {
+    if (f && f.file !== undefined && Number.isFinite(f.line)) seen.set(lineKey(f.file, f.line), f);
+  }
+  return seen;
+}
+
+function entry(stats, key, frame) {
+  let e = stats.get(key);
+  if (!e) {
+    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, activationBytes: 0, weightBytes: 0 };
+    stats.set(key, e);
+  }
+  return e;
+}
+
+/** Does parameter `name` (as named_parameters names it) belong to the module at `path`? */
+export function ownsParameter(path, name, isRoot) {
+  return isRoot || name === path || name.startsWith(`${path}.`);
+}
+
+/**
+ * Per-line totals within `node`: Map lineKey -> {file, line, cellId, timeMs, activationBytes,
+ * weightBytes}. Weight bytes come from report.weights (frames = where the parameter was
+ * created), restricted to parameters of this module.
+ */
+export function lineStats(node, weights, isRoot) {
+  const stats = new Map();
+  const stack = [[node, node.frames || []]];
+  while (stack.length) {
+    const [n, inherited] = stack.pop();
+    const frames = n.frames && n.frames.length ? n.frames : inherited;
+    const children = n.children || [];
+    if (children.length) {
+      for (const c of children) stack.push([c, frames]);
+      continue;
+    }
+    const time = nodeTime(n);
+    const act = n.activation_bytes || 0;
+    if (time === 0 && act === 0) continue;
+    for (const [key, frame] of distinct(frames)) {
+      const e = entry(stats, key, frame);
+      e.timeMs += time;
+      e.activationBytes += act;
+    }
+  }
+  for (const w of weights || []) {
+    if (!ownsParameter(node.path, w.name, isRoot)) continue;
+    for (const [key, frame] of distinct(w.frames)) {
+      entry(stats, key, frame).weightBytes += (w.bytes || 0) + (w.grad_bytes || 0);
+    }
+  }
+  return stats;
+}
+
+/**
+ * The lines a breakdown segment comes from (for hover highlighting): the frames of its node and
+ * all descendants; for a weights segment, where its parameters were created as well.
+ */
+export function segmentLines(segment, weights) {
+  const keys = new Set();
+  if (!segment.node) return keys;
+  const stack = [segment.node];
+  while (stack.length) {
+    const n = stack.pop();
+    for (const key of distinct(n.frames).keys()) keys.add(key);
+    stack.push(...(n.children || []));
+  }
+  if (segment.category === "weights") {
+    for (const w of weights || []) {
+      if (ownsParameter(segment.path, w.name, false)) {
+        for (const key of distinct(w.frames).keys()) keys.add(key);
+      }
+    }
+  }
+  return keys;
+}
+
+/** Sources (report.sources entries) that the given line stats point into, in report order. */
+export function sourcesFor(sources, stats) {
+  const files = new Set([...stats.values()].map((e) => e.file));
+  return (sources || []).filter((s) => files.has(s.file));
+}

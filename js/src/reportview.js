@@ -1,0 +1,190 @@
+// One rendered Report: bars, navigation, breakdowns and code view wired together. Rebuilt when
+// the report trait changes; the view state that outlives it (the drill path) is handed over.
+
+import { createActions } from "./actions.js";
+import { createBars } from "./bars.js";
+import { assignColors, createBreakdown, createNav } from "./breakdown.js";
+import { createCodeView } from "./codeview.js";
+import { h } from "./dom.js";
+import { applyEdit, createEditNotice } from "./edit.js";
+import { formatBytes, formatFrame, formatMs, formatPercent } from "./format.js";
+import { segmentLines } from "./lines.js";
+import { Predictor } from "./predict.js";
+import { fraction } from "./scale.js";
+import {
+  applyScale, indexTree, isDrillable, memorySegments, Navigator, nodeLabel, scaleFor, timeSegments,
+} from "./tree.js";
+
+const CATEGORY_NAMES = {
+  weights: "weights + grads", activations: "activations", optimizer: "optimizer state", untracked: "untracked",
+};
+const MAX_FRAMES_SHOWN = 3;
+
+/**
+ * model: the anywidget model (may lack save_changes/widget_manager in a standalone page).
+ * el: the element events are dispatched from. tooltip: the view's tooltip.
+ */
+export function createReportView({ report, model, el, tooltip, signal, drillPath, initialBatch }) {
+  const predictor = new Predictor(report.models);
+  const index = indexTree(report.tree);
+  const nav = new Navigator(index);
+  if (drillPath) nav.drill(drillPath);
+  const measured = Number(report.batch_size);
+  let batch = predictor.canManipulate && Number.isInteger(initialBatch)
+    ? Math.min(Math.max(1, initialBatch), predictor.maxBatchSize()) : measured;
+  let scale = scaleFor(report, predictor, batch);
+  let levels = null;
+  let hovered = null; // {segment, kind}
+  const linesCache = new Map();
+
+  const canDrill = (s) => Boolean(s.node) && isDrillable(s.node) && s.node !== nav.current;
+  const breakdownOpts = { signal, canDrill, onDrill: (s) => go(() => nav.drill(s.path)) };
+  const timeView = createBreakdown({ ...breakdownOpts, kind: "time", title: "Run time", formatValue: formatMs, onHover: (s, e, move) => hover(s, "time", e, move) });
+  const memView = createBreakdown({ ...breakdownOpts, kind: "memory", title: "Memory", formatValue: formatBytes, onHover: (s, e, move) => hover(s, "memory", e, move) });
+  const navView = createNav({
+    signal,
+    onBack: () => go(() => nav.back()),
+    onTop: () => go(() => nav.top()),
+    onCrumb: (depth) => go(() => nav.goTo(depth)),
+  });
+  const code = createCodeView({ signal, onSelectLine: selectLine });
+  const notice = createEditNotice({ signal });
+  const bars = createBars({ report, predictor, signal, initialBatch: batch, onPreview: preview, onCommit: commit });
+  const actions = createActions({ model, predictor, signal, getBatch: () => batch });
+  bars.el.append(actions.el);
+
+  const el_ = h("div", { class: "sk-report" }, [
+    h("div", { class: "sk-main" }, [
+      bars.el,
+      h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el]),
+    ]),
+    notice.el,
+    code.el,
+  ]);
+
+  function go(move) {
+    if (move()) showLevel();
+  }
+
+  function showLevel() {
+    const node = nav.current;
+    levels = { time: timeSegments(report, index, node), memory: memorySegments(report, index, node) };
+    const measuredTotals = { time: levels.time.total, memory: levels.memory.total };
+    applyScale(levels.time, scale);
+    applyScale(levels.memory, scale);
+    const colorOf = assignColors([levels.time, levels.memory]);
+    timeView.setLevel(levels.time, colorOf);
+    memView.setLevel(levels.memory, colorOf);
+    timeView.update(levels.time, scale.predicted);
+    memView.update(levels.memory, scale.predicted);
+    navView.update(nav.crumbs(), nav.atTop);
+    code.setLevel({ node, isRoot: nav.atTop, report, timeTotal: measuredTotals.time, memoryTotal: measuredTotals.memory });
+    linesCache.clear();
+    clearHover();
+  }
+
+  /** Live, while dragging: rescale both breakdowns for the predicted batch size. */
+  function preview(next) {
+    batch = next;
+    scale = scaleFor(report, predictor, batch);
+    applyScale(levels.time, scale);
+    applyScale(levels.memory, scale);
+    timeView.update(levels.time, scale.predicted);
+    memView.update(levels.memory, scale.predicted);
+    actions.update();
+    if (hovered && !tooltip.el.hidden) tooltip.show(tooltipLines(hovered.segment, hovered.kind), lastPointer.x, lastPointer.y);
+  }
+
+  async function commit(next) {
+    batch = next;
+    if (typeof model.set === "function") {
+      model.set("selected_batch_size", next);
+      model.save_changes?.();
+    }
+    notice.show(await applyEdit({ el, model, report, batch: next }));
+  }
+
+  function linesOf(segment) {
+    if (!linesCache.has(segment.key)) linesCache.set(segment.key, segmentLines(segment, report.weights));
+    return linesCache.get(segment.key);
+  }
+
+  const lastPointer = { x: 0, y: 0 };
+
+  function hover(segment, kind, event, moveOnly) {
+    if (!segment) return clearHover();
+    if (Number.isFinite(event?.clientX) && (event.clientX || event.clientY)) {
+      lastPointer.x = event.clientX;
+      lastPointer.y = event.clientY;
+    } else if (event?.target instanceof Element) {
+      const r = event.target.getBoundingClientRect();
+      lastPointer.x = r.left + r.width / 2;
+      lastPointer.y = r.bottom;
+    }
+    if (moveOnly) return tooltip.move(lastPointer.x, lastPointer.y);
+    hovered = { segment, kind };
+    tooltip.show(tooltipLines(segment, kind), lastPointer.x, lastPointer.y);
+    timeView.highlight(segment.path);
+    memView.highlight(segment.path);
+    code.highlight(linesOf(segment));
+  }
+
+  function clearHover() {
+    hovered = null;
+    tooltip.hide();
+    timeView.highlight(null);
+    memView.highlight(null);
+    code.highlight(null);
+  }
+
+  /** A clicked code line highlights the segments whose nodes ran it. */
+  function selectLine(key) {
+    const paths = new Set();
+    for (const s of [...levels.time.segments, ...levels.memory.segments]) {
+      if (linesOf(s).has(key)) paths.add(s.path);
+    }
+    timeView.highlight(paths);
+    memView.highlight(paths);
+  }
+
+  function tooltipLines(s, kind) {
+    const level = kind === "time" ? levels.time : levels.memory;
+    const format = kind === "time" ? formatMs : formatBytes;
+    const where = nodeLabel(nav.current);
+    const title = s.node && s.kind === "module" ? `${s.name} (${s.typeName})` : s.name;
+    const lines = [{ text: kind === "memory" ? `${title} \u2014 ${CATEGORY_NAMES[s.category] || s.category}` : title }];
+    lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.total))} of ${where}` });
+    if (kind === "time" && s.node) {
+      const f = (s.node.forward_ms || 0) * scale.timeFactor;
+      const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;
+      lines.push({ text: `forward ${formatMs(f)} \u00b7 backward ${b === null ? "none" : formatMs(b)}` });
+    }
+    if (s.category === "weights" && s.node) {
+      lines.push({ text: `weights ${formatBytes(s.node.weight_bytes || 0)} \u00b7 grads ${formatBytes(s.node.grad_bytes || 0)}` });
+    }
+    if (s.value < 0) lines.push({ class: "sk-tooltip-note", text: "negative: the parts measured separately add up to more than the whole" });
+    if (s.path && s.node) lines.push({ class: "sk-tooltip-path", text: `${s.kind} ${s.path}` });
+    const frames = s.frames.slice(0, MAX_FRAMES_SHOWN).map(formatFrame);
+    if (frames.length) lines.push({ class: "sk-tooltip-frames", text: frames.join("  \u2190 ") });
+    if (scale.predicted) lines.push({ class: "sk-tooltip-note", text: `predicted at batch size ${scale.batch}` });
+    if (canDrill(s)) lines.push({ class: "sk-tooltip-hint", text: "double-click to open" });
+    return lines;
+  }
+
+  showLevel();
+
+  return {
+    el: el_,
+    get drillPath() {
+      return nav.atTop ? null : nav.current.path;
+    },
+    /** The kernel sent a measurement (the `measurement` trait changed). */
+    measured: () => actions.update(),
+    /** Another view of the same model committed a batch size: follow it. */
+    follow(next) {
+      if (!predictor.canManipulate || !Number.isInteger(next) || next === bars.batch) return;
+      bars.setBatch(next);
+      preview(next);
+    },
+  };
+}

@@ -1,0 +1,196 @@
+import { afterEach, describe, expect, test } from "vitest";
+import { applyEdit, editTarget, literalSpan, pyOffsetToUtf16, relocate } from "../src/edit.js";
+import { key, loadReport, mount } from "./helpers.js";
+
+let view;
+afterEach(() => view?.unmount());
+
+describe("offsets", () => {
+  test("Python code-point offsets become UTF-16 offsets", () => {
+    const code = "# 🚀 é\nbatch_size = 32\n";
+    const py = [...code].indexOf("3"); // code points, as Python counts
+    expect(pyOffsetToUtf16(code, py)).toBe(code.indexOf("32"));
+    expect(pyOffsetToUtf16("abc", 2)).toBe(2);
+  });
+
+  test("literalSpan prefers the report's UTF-16 offsets and reads the literal", () => {
+    const { source } = loadReport("small");
+    const span = literalSpan(source);
+    expect(span).toMatchObject({ start: source.start_utf16, end: source.end_utf16, expected: "32" });
+    const { start_utf16: _s, end_utf16: _e, ...withoutUtf16 } = source;
+    expect(literalSpan(withoutUtf16)).toMatchObject({ start: source.start_utf16, expected: "32" });
+    expect(source.start_utf16).toBe(source.start + 1); // the astral 🚀 before it
+  });
+
+  test("edit_target from the kernel overrides report.source", () => {
+    const report = loadReport("small");
+    const model = { get: () => ({ cell_id: report.source.cell_id, start: 1, end: 3, start_utf16: 1, end_utf16: 3, value: 32 }) };
+    expect(editTarget(model, report)).toMatchObject({ start: 1, end: 3, code: report.source.code });
+    expect(editTarget({ get: () => ({}) }, report)).toBe(report.source);
+  });
+});
+
+describe("relocating the literal in the current cell text", () => {
+  const code = "import torch\n\ndef skyline_input_provider(batch_size=32):\n    return 1\n";
+  const span = { start: code.indexOf("32"), end: code.indexOf("32") + 2, expected: "32", code };
+
+  test("unchanged text: same span", () => {
+    expect(relocate(code, span)).toEqual({ start: span.start, end: span.end });
+  });
+
+  test("lines added above: the span moves with its line", () => {
+    const current = `# a comment the user typed\n${code}`;
+    const where = relocate(current, span);
+    expect(current.slice(where.start, where.end)).toBe("32");
+    expect(where.start).toBe(span.start + 27);
+  });
+
+  test("the line changed or appears twice: refused", () => {
+    expect(relocate(code.replace("=32", "=64"), span).error).toMatch(/changed/);
+    const twice = `${code}\ndef skyline_input_provider(batch_size=32):\n`;
+    expect(relocate(twice, span).error).toMatch(/more than once/);
+  });
+});
+
+function sharedNotebook(cellId, source) {
+  const calls = [];
+  const cell = {
+    id: cellId,
+    source,
+    getSource() {
+      return this.source;
+    },
+    updateSource(start, end, text) {
+      calls.push([start, end, text]);
+      this.source = this.source.slice(0, start) + text + this.source.slice(end);
+    },
+  };
+  const shared = { cells: [{ id: "other" }, cell], transacts: 0, transact(fn) { this.transacts += 1; fn(); } };
+  return { cell, calls, shared };
+}
+
+describe("applyEdit: (a) event, (b) shared model, (c) copyable text", () => {
+  test("(a) the companion extension handles the event", async () => {
+    const report = loadReport("small");
+    const el = document.createElement("div");
+    document.body.append(el);
+    let seen = null;
+    const handler = (e) => {
+      seen = { ...e.detail, cancelable: e.cancelable, bubbles: e.bubbles };
+      e.preventDefault();
+      e.detail.result = { ok: true, message: "Replaced \"32\" by \"48\"." };
+    };
+    document.addEventListener("skyline-edit-source", handler);
+    const result = await applyEdit({ el, model: { get: () => ({}) }, report, batch: 48 });
+    document.removeEventListener("skyline-edit-source", handler);
+    expect(seen).toMatchObject({
+      cellId: report.source.cell_id, start: report.source.start_utf16, end: report.source.end_utf16,
+      text: "48", expected: "32", cancelable: true, bubbles: true,
+    });
+    expect(result).toMatchObject({ ok: true, via: "event", message: "Replaced \"32\" by \"48\"." });
+    el.remove();
+  });
+
+  test("(a) a refusal (or a promised result) is reported with the copyable line", async () => {
+    const report = loadReport("small");
+    const el = document.createElement("div");
+    document.body.append(el);
+    const handler = (e) => {
+      e.preventDefault();
+      e.detail.result = Promise.resolve({ ok: false, message: "The cell changed since it was profiled" });
+    };
+    document.addEventListener("skyline-edit-source", handler);
+    const result = await applyEdit({ el, model: { get: () => ({}) }, report, batch: 48 });
+    document.removeEventListener("skyline-edit-source", handler);
+    expect(result).toMatchObject({ ok: false, via: "manual", text: "batch_size = 48" });
+    expect(result.message).toMatch(/changed since it was profiled/);
+    el.remove();
+  });
+
+  test("(b) no handler: the widget manager's shared notebook model, one transaction", async () => {
+    const report = loadReport("small");
+    const { cell, calls, shared } = sharedNotebook(report.source.cell_id, `# typed above\n${report.source.code}`);
+    const model = { get: () => ({}), widget_manager: { context: { model: { sharedModel: shared } } } };
+    const result = await applyEdit({ el: document.createElement("div"), model, report, batch: 128 });
+    expect(result).toMatchObject({ ok: true, via: "shared-model" });
+    expect(calls.length).toBe(1);
+    expect(shared.transacts).toBe(1);
+    expect(cell.source).toContain("def skyline_input_provider(batch_size=128):");
+    expect(cell.source.replace("=128", "=32")).toBe(`# typed above\n${report.source.code}`);
+  });
+
+  test("(b) an internal API that throws falls through to (c)", async () => {
+    const report = loadReport("small");
+    const model = { get: () => ({}), get widget_manager() { throw new Error("no"); } };
+    const result = await applyEdit({ el: document.createElement("div"), model, report, batch: 7 });
+    expect(result).toMatchObject({ ok: false, via: "manual", text: "batch_size = 7" });
+  });
+
+  test("(c) a source that cannot be edited says why", async () => {
+    const report = loadReport("small");
+    report.source = { ...report.source, editable: false, reason: "batch_size is not an int literal (2**5)" };
+    const result = await applyEdit({ el: document.createElement("div"), model: { get: () => ({}) }, report, batch: 7 });
+    expect(result.message).toMatch(/2\*\*5/);
+    expect(result.text).toBe("batch_size = 7");
+  });
+});
+
+test("drag end in the widget: trait, edit event from the widget element, notice", async () => {
+  const report = loadReport("small");
+  view = mount({ report });
+  const got = [];
+  view.el.addEventListener("skyline-edit-source", (e) => got.push(e.detail));
+  key(view.q("throughput-bar"), "ArrowUp");
+  key(view.q("throughput-bar"), "Enter");
+  expect(view.model.get("selected_batch_size")).toBe(33);
+  await new Promise((r) => setTimeout(r, 0));
+  expect(got).toHaveLength(1);
+  expect(got[0]).toMatchObject({ text: "33", expected: "32" });
+  // Nobody handled it and there is no notebook: the copyable fallback is shown.
+  const notice = view.q("edit-status");
+  expect(notice.hidden).toBe(false);
+  expect(view.q("copy-text").value).toBe("batch_size = 33");
+});
+
+test("(b) with a kernel, a changed cell is re-located by the kernel's AST answer", async () => {
+  const report = loadReport("small");
+  const current = report.source.code.replace("batch_size=32", "batch_size = 32  # spaced");
+  const { cell, calls, shared } = sharedNotebook(report.source.cell_id, current);
+  const listeners = new Set();
+  const sent = [];
+  const at = current.indexOf("32  # spaced");
+  const model = {
+    get: () => ({}),
+    on: (name, cb) => name === "msg:custom" && listeners.add(cb),
+    off: (name, cb) => listeners.delete(cb),
+    send(msg) {
+      sent.push(msg);
+      // The kernel answers later, in UTF-16 offsets of the text it was sent.
+      setTimeout(() => listeners.forEach((cb) => cb({ kind: "located", request: msg.request, ok: true, start_utf16: at, end_utf16: at + 2 })), 5);
+    },
+    widget_manager: { context: { model: { sharedModel: shared } } },
+  };
+  const result = await applyEdit({ el: document.createElement("div"), model, report, batch: 64 });
+  expect(sent[0]).toMatchObject({ kind: "locate", code: current, batch_size: 64 });
+  expect(result).toMatchObject({ ok: true, via: "shared-model" });
+  expect(calls).toEqual([[at, at + 2, "64"]]);
+  expect(cell.source).toContain("batch_size = 64  # spaced");
+  expect(listeners.size).toBe(0); // the one-shot listener is gone
+});
+
+test("(b) a kernel refusal is shown and nothing is edited", async () => {
+  const report = loadReport("small");
+  const { calls, shared } = sharedNotebook(report.source.cell_id, `${report.source.code}\nx = 1\n`);
+  const listeners = new Set();
+  const model = {
+    get: () => ({}),
+    on: (_, cb) => listeners.add(cb),
+    off: (_, cb) => listeners.delete(cb),
+    send: (msg) => queueMicrotask(() => listeners.forEach((cb) => cb({ kind: "located", request: msg.request, ok: false, reason: "two candidates" }))),
+    widget_manager: { context: { model: { sharedModel: shared } } },
+  };
+  const result = await applyEdit({ el: document.createElement("div"), model, report, batch: 64 });
+  expect(result).toMatchObject({ ok: false, via: "manual", text: "batch_size = 64" });
+  expect(result.message).toMatch(/two candidates/);
+  expect(calls).toEqual([]);
+});

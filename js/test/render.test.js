@@ -1,0 +1,191 @@
+import { afterEach, describe, expect, test } from "vitest";
+import widget from "../src/index.js";
+import { Predictor } from "../src/predict.js";
+import { indexTree, memorySegments, timeSegments } from "../src/tree.js";
+import { fakeModel, loadReport, mount } from "./helpers.js";
+
+let view;
+afterEach(() => view?.unmount());
+
+describe.each(["small", "large"])("report_%s renders every part", (name) => {
+  test("header, bars, breakdowns, navigation, code view", () => {
+    const report = loadReport(name);
+    view = mount({ report });
+    const { q, qa } = view;
+    const summary = qa("summary").map((e) => e.textContent);
+    expect(summary).toContain(`Batch size: ${report.batch_size}`);
+    expect(summary.some((t) => t.startsWith("Device: "))).toBe(true);
+    expect(summary.some((t) => t.startsWith("Max throughput (predicted): "))).toBe(true);
+    for (const part of ["throughput-bar", "memory-bar", "predicted-batch-size", "breakdown-time",
+      "breakdown-memory", "back", "top", "breadcrumb", "code-view", "status", "error"]) {
+      expect(q(part), part).not.toBeNull();
+    }
+    expect(q("predicted-batch-size").textContent).toBe(String(report.batch_size));
+    for (const bar of ["throughput-bar", "memory-bar"]) {
+      const el = q(bar);
+      expect(el.getAttribute("role")).toBe("slider");
+      expect(Number(el.getAttribute("aria-valuenow"))).toBeGreaterThan(0);
+      expect(el.getAttribute("aria-valuemin")).toBe("0");
+      expect(Number(el.getAttribute("aria-valuemax"))).toBeGreaterThan(Number(el.getAttribute("aria-valuenow")));
+    }
+    expect(Number(q("memory-bar").getAttribute("aria-valuenow"))).toBe(report.peak_bytes);
+    // Segments: one per level segment, with the node's path and kind.
+    const index = indexTree(report.tree);
+    const time = timeSegments(report, index, index.root).segments;
+    const memory = memorySegments(report, index, index.root).segments;
+    const timeEls = q("breakdown-time").querySelectorAll('[data-skyline="segment"]');
+    expect([...timeEls].map((e) => e.dataset.node)).toEqual(time.map((s) => s.path));
+    expect([...timeEls].map((e) => e.dataset.kind)).toEqual(time.map((s) => s.kind));
+    expect(q("breakdown-memory").querySelectorAll('[data-skyline="segment"]').length).toBe(memory.length);
+    expect(q("back").disabled).toBe(true);
+    expect(q("breadcrumb").textContent).toBe(report.tree.name);
+    expect(qa("line-marker").length).toBeGreaterThan(0);
+    expect(qa("line-marker").every((m) => Number(m.dataset.line) > 0)).toBe(true);
+    expect(q("status").hidden).toBe(true);
+    expect(q("error").hidden).toBe(true);
+    expect(qa("knee").length).toBe(2);
+  });
+});
+
+test("segments widths are shares of the level total, largest first", () => {
+  view = mount({ report: loadReport("small") });
+  const widths = [...view.q("breakdown-time").querySelectorAll('[data-skyline="segment"]')]
+    .map((e) => parseFloat(e.style.width));
+  expect(widths.reduce((a, b) => a + b, 0)).toBeCloseTo(100, 1);
+  expect(widths).toEqual([...widths].sort((a, b) => b - a));
+});
+
+test("status and error traits show and hide; tracebacks fold", () => {
+  view = mount({ report: loadReport("small") });
+  const { model, q } = view;
+  model.set("status", "Profiling batch size 64 (3/4)\u2026");
+  expect(q("status").hidden).toBe(false);
+  expect(q("status").textContent).toContain("Profiling batch size 64");
+  model.set("status", "");
+  expect(q("status").hidden).toBe(true);
+  model.set("error", "Traceback (most recent call last):\n  File \"<cell>\", line 3\nValueError: no providers found");
+  expect(q("error").hidden).toBe(false);
+  expect(q("error").querySelector(".sk-error-message").textContent).toBe("ValueError: no providers found");
+  expect(q("error").querySelector("pre").textContent).toContain("line 3");
+  model.set("error", "");
+  expect(q("error").hidden).toBe(true);
+});
+
+test("no report yet: a placeholder, and the report arriving later renders", () => {
+  view = mount({ report: {}, status: "Profiling\u2026" });
+  expect(view.q("summary").textContent).toBe("No profile yet.");
+  expect(view.q("status").hidden).toBe(false);
+  view.model.set("report", loadReport("small"));
+  expect(view.q("predicted-batch-size").textContent).toBe("32");
+});
+
+test("a malformed report shows a readable error instead of an empty output", () => {
+  const report = loadReport("small");
+  report.tree.children = "oops";
+  view = mount({ report });
+  expect(view.q("error").hidden).toBe(false);
+  expect(view.q("error").textContent).toMatch(/Cannot display this report/);
+  view.model.set("report", loadReport("small"));
+  expect(view.q("error").hidden).toBe(true);
+});
+
+test("user strings are text: a module named like HTML stays text", () => {
+  const report = loadReport("small");
+  const evil = "<img src=x onerror=alert(1)>";
+  const fc1 = report.tree.children.find((c) => c.path === "fc1");
+  fc1.name = evil;
+  fc1.path = evil;
+  report.sources[0].code = report.sources[0].code.replace("import torch", `import torch  # ${evil}`);
+  report.device.name = evil;
+  view = mount({ report, error: evil });
+  expect(view.el.querySelector("img")).toBeNull();
+  const labels = [...view.el.querySelectorAll(".sk-seg-label")].map((e) => e.textContent);
+  expect(labels).toContain(evil);
+  expect(view.q("code-view").textContent).toContain(evil);
+  expect(view.q("error").textContent).toContain(evil);
+  const segment = [...view.el.querySelectorAll('[data-skyline="segment"]')].find((e) => e.dataset.node === evil);
+  segment.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+  expect(view.q("tooltip").textContent).toContain(`${evil} (${evil})`);
+  segment.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+  expect(view.q("breadcrumb").textContent).toBe(`MLP\u203a${evil}`);
+  expect(view.el.querySelector("img")).toBeNull();
+});
+
+test("drag is disabled, with the reason, when the models cannot predict", () => {
+  const report = loadReport("small");
+  report.models = { ...report.models, can_manipulate: false, reason: "only 2 batch size(s) could be measured" };
+  view = mount({ report });
+  expect(view.q("throughput-bar").getAttribute("aria-disabled")).toBe("true");
+  expect(view.q("drag-reason").textContent).toContain("only 2 batch size(s)");
+  expect(view.qa("knee").length).toBe(0);
+  expect(new Predictor(report.models).canManipulate).toBe(false);
+});
+
+test("a report without models still renders measured bars", () => {
+  const report = loadReport("small");
+  report.models = null;
+  view = mount({ report });
+  expect(Number(view.q("throughput-bar").getAttribute("aria-valuenow"))).toBeCloseTo(report.throughput, 0);
+  expect(view.q("drag-reason").textContent).toMatch(/no performance models/);
+});
+
+test("cleanup removes the DOM and the model listeners", () => {
+  view = mount({ report: loadReport("small") });
+  expect(view.model.listenerCount()).toBeGreaterThan(0);
+  view.unmount();
+  expect(view.model.listenerCount()).toBe(0);
+  expect(view.el.querySelector(".skyline-nb")).toBeNull();
+  view = null;
+});
+
+test("two views of one model: a batch size chosen in one shows in the other", () => {
+  view = mount({ report: loadReport("small") });
+  const el2 = document.createElement("div");
+  document.body.append(el2);
+  const cleanup2 = widget.render({ model: view.model, el: el2 });
+  view.model.set("selected_batch_size", 100);
+  expect(view.q("predicted-batch-size").textContent).toBe("100");
+  expect(el2.querySelector('[data-skyline="predicted-batch-size"]').textContent).toBe("100");
+  cleanup2();
+  expect(el2.childElementCount).toBe(0);
+});
+
+test("a new view of a dragged model starts at the chosen batch size", () => {
+  view = mount({ report: loadReport("small"), selected_batch_size: 77 });
+  expect(view.q("predicted-batch-size").textContent).toBe("77");
+  // A new report (re-profiled) starts at its own measured batch size.
+  const next = loadReport("small");
+  view.model.set("report", next);
+  expect(view.q("predicted-batch-size").textContent).toBe("32");
+});
+
+test("with a kernel: Re-profile and Measure at N send messages; the measurement shows", () => {
+  view = mount({ report: loadReport("small") });
+  expect(view.q("reprofile")).toBeNull(); // the fake model has no send(): no kernel, no buttons
+  view.unmount();
+  const sent = [];
+  const el = document.createElement("div");
+  const model = fakeModel({ report: loadReport("small") });
+  model.send = (msg) => sent.push(msg);
+  const cleanup = widget.render({ model, el });
+  const q = (name) => el.querySelector(`[data-skyline="${name}"]`);
+  q("throughput-bar").dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp", bubbles: true }));
+  expect(q("measure").textContent).toBe("Measure at 33");
+  q("measure").click();
+  q("reprofile").click();
+  expect(sent).toEqual([{ kind: "measure", batch_size: 33 }, { kind: "reprofile" }]);
+  model.set("measurement", { batch_size: 33, iteration_ms: 2.0, peak_bytes: 3_900_000, throughput: 16500 });
+  expect(q("measurement").textContent).toContain("Measured at 33: 16,500 samples/s");
+  expect(q("measurement").textContent).toContain("predicted");
+  cleanup();
+  view = null;
+});
+
+test("a kernel that says nobody serves the widget (live = false): no action buttons", () => {
+  const el = document.createElement("div");
+  const model = fakeModel({ report: loadReport("small"), live: false });
+  model.send = () => {};
+  const cleanup = widget.render({ model, el });
+  expect(el.querySelector('[data-skyline="reprofile"]')).toBeNull();
+  cleanup();
+});

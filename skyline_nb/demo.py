@@ -1,0 +1,74 @@
+"""``make demo``: execute the example notebooks headless and write what a colleague can open.
+
+For each notebook: the executed copy with its widget state saved (it renders again in JupyterLab
+without re-running), and one standalone offline HTML page per Skyline widget in it (from the
+report saved in that state). Prints the files and their sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from skyline_nb.export.html import save_html
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_NOTEBOOKS = ("quickstart.ipynb", "transformer.ipynb", "lstm.ipynb")
+
+
+def execute(path: Path, out_dir: Path, timeout: int = 600) -> Path:
+    """Run ``path`` with nbclient (widget state stored) into ``out_dir``; returns the copy."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=timeout, kernel_name="python3", store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.execute()
+    target = out_dir / path.name
+    nbformat.write(notebook, target)
+    return target
+
+
+def widget_reports(notebook: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``report`` trait of every Skyline widget in a notebook's saved widget state."""
+    state = notebook.get("metadata", {}).get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    reports = []
+    for model in state.values():
+        traits = model.get("state", {})
+        if traits.get("report") and "batch_size" in traits["report"] and "_esm" in traits:
+            reports.append(traits["report"])
+    return reports
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="build", help="output folder (default: build)")
+    parser.add_argument("notebooks", nargs="*", help="notebooks to run (default: the examples)")
+    args = parser.parse_args(argv)
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    import nbformat
+
+    paths = [Path(p) for p in args.notebooks] or [ROOT / "notebooks" / n for n in DEFAULT_NOTEBOOKS]
+    for path in paths:
+        start = time.perf_counter()
+        executed = execute(path, out_dir)
+        elapsed = time.perf_counter() - start
+        print(f"{executed}  {executed.stat().st_size / 1024:.0f} KiB  ({elapsed:.1f} s)")
+        reports = widget_reports(nbformat.read(executed, as_version=4))
+        for i, report in enumerate(reports):
+            suffix = f"-{i + 1}" if len(reports) > 1 else ""
+            page = save_html(report, out_dir / f"{path.stem}{suffix}.html",
+                             title=f"Skyline profile: {path.stem}")
+            print(f"{page}  {page.stat().st_size / 1024:.0f} KiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

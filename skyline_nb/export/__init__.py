@@ -1,0 +1,68 @@
+"""Exports: files that are views of a Report (Skyline's SQLite reports, JSON, HTML, traces).
+
+Every exporter writes through :func:`atomic_output`, so a crash or Ctrl-C halfway through never
+leaves a truncated report where a reader (or Skyline's own tooling) would take it for a whole
+one, and an existing file is only replaced when the caller asked for that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["atomic_output", "refuse_existing"]
+
+
+def refuse_existing(path: Path, overwrite: bool) -> None:
+    """Raise FileExistsError when ``path`` exists and ``overwrite`` is false.
+
+    Exporters call this before doing any work too, so a long profile is not wasted on an output
+    that would be refused at the end.
+    """
+    if not overwrite and (path.exists() or path.is_symlink()):
+        raise FileExistsError(
+            f"{path} already exists; refusing to overwrite it "
+            "(pass overwrite=True, or --force on the command line)"
+        )
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a fresh temporary path next to ``path``; on success move it into place in one step.
+
+    The temporary file lives in the destination folder so the final rename never crosses file
+    systems (``os.replace`` is atomic only within one). Without ``overwrite`` the move uses
+    ``os.link``, which fails if the destination appeared meanwhile, instead of a check-then-rename
+    race. The temporary file is removed on any error.
+    """
+    path = Path(path)
+    refuse_existing(path, overwrite)
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"folder {path.parent} does not exist; cannot write {path.name}")
+    # Not created here (mkstemp would make it 0600): the writer creates it with the usual
+    # umask-derived mode, which the published report keeps.
+    temp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        yield temp
+        if overwrite:
+            os.replace(temp, path)
+        else:
+            _link_no_clobber(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _link_no_clobber(temp: Path, path: Path) -> None:
+    """Publish ``temp`` as ``path`` only if ``path`` does not exist (atomically where possible)."""
+    try:
+        os.link(temp, path)
+    except FileExistsError:
+        refuse_existing(path, overwrite=False)  # raises with the explanatory message
+        raise
+    except OSError:
+        # File systems without hard links (some network or FAT mounts): check, then rename.
+        refuse_existing(path, overwrite=False)
+        os.replace(temp, path)

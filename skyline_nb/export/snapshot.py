@@ -1,0 +1,120 @@
+"""A static picture of a report: headline numbers plus inline SVG bars, as one HTML fragment.
+
+The widget puts it in its MIME bundle as ``text/html`` beside the widget view, so viewers that
+cannot run widgets (GitHub, nbconvert without widget state, a notebook opened with no kernel and
+no extension) still show the profile. It needs nothing: no script, no font, no network. Every
+user string (module names, device names) passes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from skyline_nb.export.units import format_bytes, format_ms
+
+WIDTH = 560
+BAR_H = 18
+# One hue per slot, readable on light and dark backgrounds.
+PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#bab0ac")
+UNTRACKED = "#9e9e9e"
+
+
+def snapshot_html(report: dict[str, Any]) -> str:
+    """The whole static view of a ``Report.to_dict()``."""
+    if not report or "batch_size" not in report:
+        return "<div>skyline_nb: no profile yet.</div>"
+    parts = [
+        '<div class="skyline-nb-snapshot" style="font-family:sans-serif;font-size:13px;'
+        f'max-width:{WIDTH}px">',
+        f"<div><b>Skyline profile</b> on {escape(report['device']['name'])} "
+        f"({escape(report['device']['kind'])})</div>",
+        "<div>" + escape(headline(report)) + "</div>",
+        _key_bars(report),
+        _stacked("Run time", _time_segments(report), format_ms),
+        _stacked("Memory", _memory_segments(report), format_bytes),
+        "<div style='color:#888'>Static snapshot: open the notebook in JupyterLab with "
+        "skyline_nb installed for the interactive widget.</div>",
+        "</div>",
+    ]
+    return "\n".join(parts)
+
+
+def headline(report: dict[str, Any]) -> str:
+    """One line of the numbers a user looks at first (also the text/plain summary)."""
+    models = report.get("models") or {}
+    text = (
+        f"batch {report['batch_size']} · {format_ms(report['iteration_ms'])}/iteration · "
+        f"{report['throughput']:.1f} samples/s · peak {format_bytes(report['peak_bytes'])}"
+    )
+    if models.get("max_throughput"):
+        text += f" · predicted max {models['max_throughput']:.1f} samples/s"
+    return text
+
+
+def _key_bars(report: dict[str, Any]) -> str:
+    models = report.get("models") or {}
+    rows = []
+    max_tp = models.get("max_throughput")
+    if max_tp:
+        rows.append(("Throughput", report["throughput"] / max_tp,
+                     f"{report['throughput']:.1f} of max {max_tp:.1f} samples/s"))
+    capacity = report["device"].get("capacity_bytes") or 0
+    if capacity > 0:
+        rows.append(("Peak memory", report["peak_bytes"] / capacity,
+                     f"{format_bytes(report['peak_bytes'])} of {format_bytes(capacity)}"))
+    svg = [f'<svg width="{WIDTH}" height="{len(rows) * (BAR_H + 8)}" role="img">']
+    for i, (label, fraction, text) in enumerate(rows):
+        y = i * (BAR_H + 8)
+        width = max(0.0, min(1.0, fraction)) * (WIDTH - 120)
+        svg += [
+            f'<text x="0" y="{y + 13}" fill="currentColor">{escape(label)}</text>',
+            f'<rect x="110" y="{y}" width="{WIDTH - 120}" height="{BAR_H}" fill="#8883"/>',
+            f'<rect x="110" y="{y}" width="{width:.1f}" height="{BAR_H}" fill="{PALETTE[0]}">'
+            f"<title>{escape(text)}</title></rect>",
+            f'<text x="114" y="{y + 13}" fill="currentColor">{escape(text)}</text>',
+        ]
+    svg.append("</svg>")
+    return "".join(svg)
+
+
+def _time_segments(report: dict[str, Any]) -> list[tuple[str, float]]:
+    segments = []
+    for child in report["tree"]["children"]:
+        total = child["forward_ms"] + (child["backward_ms"] or 0.0)
+        segments.append((child["name"], total))
+    return segments
+
+
+def _memory_segments(report: dict[str, Any]) -> list[tuple[str, float]]:
+    categories = report.get("categories", {})
+    names = ("weights", "grads", "optimizer", "activations", "untracked")
+    return [(name, float(categories.get(name, 0))) for name in names]
+
+
+def _stacked(title: str, segments: list[tuple[str, float]],
+             fmt: Any) -> str:
+    """A stacked bar, largest first; negative values (untracked) are listed, not drawn."""
+    drawn = sorted((s for s in segments if s[1] > 0), key=lambda s: -s[1])
+    total = sum(value for _, value in drawn) or 1.0
+    x = 0.0
+    rects = []
+    for i, (name, value) in enumerate(drawn):
+        width = value / total * WIDTH
+        color = UNTRACKED if name == "untracked" else PALETTE[i % len(PALETTE)]
+        label = f"{name}: {fmt(value)} ({100 * value / total:.1f} %)"
+        rects.append(
+            f'<rect x="{x:.1f}" y="0" width="{width:.1f}" height="{BAR_H}" fill="{color}">'
+            f"<title>{escape(label)}</title></rect>"
+        )
+        x += width
+    legend = " · ".join(
+        f"{escape(name)} {escape(fmt(value))}" for name, value in sorted(
+            segments, key=lambda s: -abs(s[1]))[:6]
+    )
+    return (
+        f"<div style='margin-top:6px'><b>{escape(title)}</b></div>"
+        f'<svg width="{WIDTH}" height="{BAR_H}" role="img">{"".join(rects)}</svg>'
+        f"<div style='font-size:12px'>{legend}</div>"
+    )

@@ -1,0 +1,235 @@
+"""A live profile: one widget bound to the user's providers and the cell that defines them.
+
+The magic creates one ``LiveProfile`` per ``%skyline`` run. It owns the widget's kernel side:
+profiling (with progress in the ``status`` trait and errors in ``error``), answering the front
+end's messages (re-profile, measure at N, locate the batch-size literal in the cell's CURRENT
+text), and re-profiling when the source cell runs again. Only this module and ``magic.py`` join
+the profiler to the widget; neither knows how the other works inside.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyline_nb import source as source_edit
+from skyline_nb.report import BatchSizeSource, Report
+from skyline_nb.widget import SkylineWidget
+
+
+@dataclass
+class ProfileRequest:
+    """What to profile and how; the magic builds it from its arguments and the namespace."""
+
+    resolve: Callable[[], tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]]
+    device: str | None = None
+    predict: bool = True
+    memory_budget: int | None = None
+    batch_size_var: str | None = None
+    namespace: dict[str, Any] = field(default_factory=dict)
+    project_root: str | None = None
+
+
+@dataclass
+class SourceCell:
+    """The cell holding the batch-size literal: its id and its text as last executed."""
+
+    cell_id: str | None
+    code: str
+    file: str | None = None
+
+
+class LiveProfile:
+    """The kernel side of one widget: profile, then serve its messages until it is closed."""
+
+    def __init__(self, request: ProfileRequest, cell: SourceCell | None,
+                 profile_fn: Callable[..., Report]) -> None:
+        self.request = request
+        self.cell = cell
+        self._profile_fn = profile_fn
+        self.report: Report | None = None
+        self.widget = SkylineWidget()
+        self.widget.on_msg(self._on_msg)
+        self._handle: Any = None
+
+    def show(self) -> None:
+        """Display the widget now (progress shows while profiling) through a display handle."""
+        from IPython.display import display
+
+        self._handle = display(self.widget, display_id=True)
+
+    # ---- profiling ----------------------------------------------------------------------
+    def run(self, batch_size: int | None = None) -> Report:
+        """Profile (raising on failure, after showing the error in the widget)."""
+        model_p, input_p, iteration_p = self.request.resolve()
+        if self.request.batch_size_var:
+            variable = self.request.batch_size_var
+            input_p = variable_input_provider(input_p, self.request.namespace, variable)
+            if batch_size is None:
+                batch_size = _int_variable(self.request.namespace, variable)
+        self.widget.error = ""
+        self.widget.status = "Profiling one training iteration" + (
+            f" at batch size {batch_size}…" if batch_size else "…"
+        )
+        try:
+            report = self._profile_fn(
+                model_p, input_p, iteration_p,
+                batch_size=batch_size,
+                device=self.request.device,
+                predict=self.request.predict,
+                memory_budget=self.request.memory_budget,
+                project_root=self.request.project_root,
+            )
+        except BaseException as exc:
+            self.widget.status = ""
+            self.widget.error = _readable(exc)
+            raise
+        report.source = self._locate(report.batch_size)
+        self.report = report
+        self.widget.selected_batch_size = None
+        self.widget.report = report.to_dict()
+        self.widget.edit_target = _edit_target(report.source)
+        self.widget.status = ""
+        if self._handle is not None:
+            self._handle.update(self.widget)  # the saved static snapshot follows the report
+        return report
+
+    def _locate(self, batch_size: int) -> BatchSizeSource:
+        if self.cell is None:
+            return BatchSizeSource(
+                code="", editable=False,
+                reason="the input provider was not defined in a notebook cell of this session",
+            )
+        answer = source_edit.locate_for_edit(self.cell.code, variable=self.request.batch_size_var)
+        if not answer["ok"]:
+            return BatchSizeSource(code=self.cell.code, editable=False, reason=answer["reason"],
+                                   cell_id=self.cell.cell_id, file=self.cell.file)
+        reason = None
+        if answer["value"] != batch_size:
+            reason = (f"profiled at batch size {batch_size}, but the cell's literal is "
+                      f"{answer['value']}")
+        return BatchSizeSource(
+            code=self.cell.code, editable=True, kind=answer["target"],
+            start=answer["start"], end=answer["end"], value=answer["value"],
+            cell_id=self.cell.cell_id, file=self.cell.file, reason=reason,
+            start_utf16=answer["start_utf16"], end_utf16=answer["end_utf16"],
+        )
+
+    # ---- front-end messages -------------------------------------------------------------
+    def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
+        kind = content.get("kind")
+        handlers = {"reprofile": self._reprofile, "measure": self._measure,
+                    "locate": self._answer_locate}
+        handler = handlers.get(kind)
+        if handler is None:
+            self.widget.send({"kind": "error", "message": f"unknown message kind {kind!r}"})
+            return
+        try:
+            handler(content)
+        except Exception as exc:  # shown in the widget; the comm must survive
+            self.widget.status = ""
+            self.widget.error = _readable(exc)
+
+    def _reprofile(self, content: dict[str, Any]) -> None:
+        size = content.get("batch_size")
+        self.run(int(size) if size else (self.report.batch_size if self.report else None))
+
+    def _measure(self, content: dict[str, Any]) -> None:
+        from skyline_nb.profiler.iteration import measure_iteration
+
+        size = int(content["batch_size"])
+        model_p, input_p, iteration_p = self.request.resolve()
+        self.widget.status = f"Measuring at batch size {size}…"
+        try:
+            sample = measure_iteration(model_p, input_p, iteration_p, size, self.request.device)
+        finally:
+            self.widget.status = ""
+        self.widget.measurement = {
+            "batch_size": sample.batch_size, "iteration_ms": sample.iteration_ms,
+            "peak_bytes": sample.peak_bytes,
+            "throughput": 1000.0 * sample.batch_size / sample.iteration_ms,
+        }
+
+    def _answer_locate(self, content: dict[str, Any]) -> None:
+        """Re-find the literal in the cell's current text (the user may have typed since)."""
+        code = content.get("code")
+        value = content.get("batch_size")
+        answer = source_edit.locate_for_edit(
+            code if isinstance(code, str) else (self.cell.code if self.cell else ""),
+            int(value) if value is not None else None,
+            variable=self.request.batch_size_var,
+        )
+        self.widget.send({"kind": "located", "request": content.get("request"), **answer})
+
+    # ---- watching the source cell -------------------------------------------------------
+    def on_cell_ran(self, cell_id: str | None, code: str) -> bool:
+        """Called after any cell ran successfully; re-profile when it is our source cell."""
+        if self.cell is None or cell_id is None or cell_id != self.cell.cell_id:
+            return False
+        self.cell = SourceCell(cell_id, code, self.cell.file)
+        try:
+            self.run()
+        except Exception:
+            return True  # the error is in the widget; the user's cell itself succeeded
+        return True
+
+
+def variable_input_provider(input_p: Callable[..., Any], namespace: dict[str, Any],
+                            variable: str) -> Callable[..., Any]:
+    """An input provider taking ``batch_size`` for one that reads a module-level variable.
+
+    The profiler samples several batch sizes by calling ``input_provider(batch_size=N)``; a
+    provider that reads ``batch_size`` (or ``--batch-size-var``) from the notebook's globals
+    gets the global set to N for the call and restored right after, whatever happens.
+    """
+    import inspect
+
+    params = inspect.signature(input_p).parameters
+    if "batch_size" in params and params["batch_size"].default is not inspect.Parameter.empty:
+        return input_p  # the signature default is the batch size; nothing to bridge
+    default = _int_variable(namespace, variable)
+
+    def provider(batch_size: int = default) -> Any:
+        missing = object()
+        old = namespace.get(variable, missing)
+        namespace[variable] = batch_size
+        try:
+            return input_p(batch_size) if "batch_size" in params else input_p()
+        finally:
+            if old is missing:
+                namespace.pop(variable, None)
+            else:
+                namespace[variable] = old
+
+    # No __wrapped__: inspect.signature would follow it back to the signature being bridged.
+    provider.__name__ = getattr(input_p, "__name__", "input_provider")
+    return provider
+
+
+def _edit_target(source: BatchSizeSource) -> dict[str, Any]:
+    if not source.editable:
+        return {}
+    keys = ("cell_id", "kind", "start", "end", "start_utf16", "end_utf16", "value")
+    return {key: getattr(source, key) for key in keys}
+
+
+def _int_variable(namespace: dict[str, Any], name: str) -> int:
+    if name not in namespace:
+        raise NameError(f"--batch-size-var {name}: no variable `{name}` is defined")
+    value = namespace[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TypeError(f"--batch-size-var {name}: `{name}` is {value!r}, not a positive int")
+    return value
+
+
+def _readable(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "Profiling was interrupted."
+    text = f"{type(exc).__name__}: {exc}"
+    tb = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in tb if "skyline_nb" not in f.filename.replace("\\", "/")]
+    if user:
+        text += f"\n  at {user[-1].filename}, line {user[-1].lineno}"
+    return text

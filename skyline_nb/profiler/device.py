@@ -1,0 +1,197 @@
+"""The device a measurement runs on: timers, synchronisation, memory statistics, capacity, OOM.
+
+One small class per kind keeps the measuring code free of ``if cuda`` branches. CUDA times come
+from events read after ONE synchronize (per-event syncs would serialise the GPU with the CPU
+and distort the very thing measured); CPU times from ``perf_counter_ns``. Peak memory on CUDA is
+the caching allocator's own counter; on CPU there is no allocator counter, so the live-storage
+tracker in ``memory.py`` stands in, and it also enforces a CPU ``memory_budget`` by raising
+``CPUOutOfMemoryError`` (a ``MemoryError``), the CPU twin of ``torch.OutOfMemoryError``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from skyline_nb.report import DeviceInfo
+
+
+class CPUOutOfMemoryError(MemoryError):
+    """A CPU measurement needed more than the capacity (available RAM or ``memory_budget``)."""
+
+
+def cuda_oom_type() -> type[BaseException]:
+    return getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+
+
+class Timer:
+    """Times a region on the host clock (CPU device)."""
+
+    def __init__(self) -> None:
+        self._start = 0
+        self._stop = 0
+
+    def start(self) -> None:
+        self._start = time.perf_counter_ns()
+
+    def stop(self) -> None:
+        self._stop = time.perf_counter_ns()
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds between start and stop; call after the device was synchronised."""
+        return (self._stop - self._start) / 1e6
+
+
+class CudaTimer(Timer):
+    """Times a region of the current CUDA stream with an event pair."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._begin = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
+
+    def start(self) -> None:
+        self._begin.record()
+
+    def stop(self) -> None:
+        self._end.record()
+
+    def elapsed_ms(self) -> float:
+        return float(self._begin.elapsed_time(self._end))
+
+
+@dataclass
+class Device:
+    """Base: what the measuring code needs from a device, CPU implementation."""
+
+    torch_device: torch.device
+    memory_budget: int | None = None
+
+    kind = "cpu"
+
+    @property
+    def oom_types(self) -> tuple[type[BaseException], ...]:
+        """Exceptions that mean "this batch does not fit" (sampling backs off on these)."""
+        return (CPUOutOfMemoryError, cuda_oom_type(), MemoryError)
+
+    def info(self) -> DeviceInfo:
+        return DeviceInfo(kind=self.kind, name=self.name(), capacity_bytes=self.capacity_bytes())
+
+    def name(self) -> str:
+        import platform
+
+        return platform.processor() or platform.machine() or "cpu"
+
+    def capacity_bytes(self) -> int:
+        """The user's ``memory_budget`` when given, else the RAM available right now."""
+        if self.memory_budget is not None:
+            return int(self.memory_budget)
+        return available_ram_bytes()
+
+    def timer(self) -> Timer:
+        return Timer()
+
+    def synchronize(self) -> None:
+        """Wait for queued work; a no-op on CPU (ops are synchronous there)."""
+
+    def memory_allocated(self) -> int | None:
+        """Allocator bytes in use, when the device has an allocator counter (CUDA)."""
+        return None
+
+    def reset_peak(self) -> None:
+        """Start a new peak window (CUDA); the CPU uses a live-storage tracker instead."""
+
+    def max_memory_allocated(self) -> int | None:
+        return None
+
+    def free_memory(self, thorough: bool = False) -> None:
+        """Release what a finished (or, ``thorough``, an OOM-failed) measurement left behind.
+
+        A full ``gc.collect`` costs ~0.25 s with torch imported, more than a small profile, so
+        routine frees only collect the young generation; after an OOM the traceback's frames
+        hold the failed iteration's tensors in cycles, and everything is collected.
+        """
+        gc.collect() if thorough else gc.collect(0)
+
+
+class CudaDevice(Device):
+    kind = "cuda"
+
+    @property
+    def oom_types(self) -> tuple[type[BaseException], ...]:
+        return (cuda_oom_type(), CPUOutOfMemoryError)
+
+    def name(self) -> str:
+        return torch.cuda.get_device_name(self.torch_device)
+
+    def capacity_bytes(self) -> int:
+        """Total device memory (``mem_get_info``), or the budget when smaller."""
+        _free, total = torch.cuda.mem_get_info(self.torch_device)
+        if self.memory_budget is not None:
+            return min(int(total), int(self.memory_budget))
+        return int(total)
+
+    def timer(self) -> Timer:
+        with torch.cuda.device(self.torch_device):
+            return CudaTimer()
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize(self.torch_device)
+
+    def memory_allocated(self) -> int | None:
+        return int(torch.cuda.memory_allocated(self.torch_device))
+
+    def reset_peak(self) -> None:
+        torch.cuda.reset_peak_memory_stats(self.torch_device)
+
+    def max_memory_allocated(self) -> int | None:
+        return int(torch.cuda.max_memory_allocated(self.torch_device))
+
+    def free_memory(self, thorough: bool = False) -> None:
+        super().free_memory(thorough)
+        torch.cuda.synchronize(self.torch_device)
+        if thorough:
+            torch.cuda.empty_cache()
+
+
+def available_ram_bytes() -> int:
+    """MemAvailable from /proc/meminfo (Linux), else physical pages; 0 if unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def resolve_device(device: Any = None, memory_budget: int | None = None) -> Device:
+    """``None`` -> CUDA when available else CPU; accepts "cpu", "cuda", "cuda:1", torch.device."""
+    if isinstance(device, Device):
+        return device
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch_device = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device {device!r} is not a torch device (try 'cpu' or 'cuda')") from exc
+    if memory_budget is not None and memory_budget <= 0:
+        raise ValueError(f"memory_budget must be a positive number of bytes, not {memory_budget}")
+    if torch_device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("device 'cuda' was asked for, but torch.cuda.is_available() is False")
+        if torch_device.index is None:
+            torch_device = torch.device("cuda", torch.cuda.current_device())
+        return CudaDevice(torch_device, memory_budget)
+    if torch_device.type != "cpu":
+        raise ValueError(f"device type {torch_device.type!r} is not supported (cpu or cuda)")
+    return Device(torch_device, memory_budget)

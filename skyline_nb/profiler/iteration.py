@@ -1,0 +1,156 @@
+"""Level 1, the iteration: uninstrumented time per training iteration and peak memory.
+
+These are the headline numbers (and the samples the performance models are fitted to), so no
+hook, mode or timer runs inside the timed iterations. Warm-up first (≥ 3 iterations; more when
+cudnn autotunes), then blocks of iterations timed as a whole: CUDA events around a block and ONE
+synchronize, ``perf_counter_ns`` on CPU. Blocks repeat until two consecutive block means agree
+within 5 %; their mean is the iteration time.
+
+Peak memory: on CUDA the allocator's peak over model creation, warm-up and timing, minus what was
+allocated before (the kernel's baseline). On CPU a live-storage tracker runs over model creation
+and the first two warm-up iterations only (the second already has optimizer state and a full
+forward, so it reaches the steady-state peak); the timed iterations run without it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyline_nb.profiler.device import Device, resolve_device
+from skyline_nb.profiler.memory import LiveStorageTracker
+from skyline_nb.profiler.providers import Trial, build_trial, load_providers
+from skyline_nb.profiler.stacks import UserCode, default_project_root
+from skyline_nb.report import Sample
+
+TOLERANCE = 0.05
+MIN_WARMUP = 3
+CUDNN_WARMUP = 6
+MAX_BLOCKS = 12
+TARGET_BLOCK_MS = 25.0
+MAX_BLOCK_ITERATIONS = 64
+MAX_TIMING_MS = 1500.0  # give up settling after this long (or 8 iterations), report the median
+
+
+@dataclass
+class IterationResult:
+    """What level 1 measured at one batch size."""
+
+    batch_size: int
+    iteration_ms: float
+    peak_bytes: int
+    block_means: list[float] = field(default_factory=list)
+    converged: bool = True
+    last_value: Any = None
+
+    @property
+    def throughput(self) -> float:
+        return 1000.0 * self.batch_size / self.iteration_ms if self.iteration_ms > 0 else 0.0
+
+    def sample(self) -> Sample:
+        return Sample(self.batch_size, self.iteration_ms, self.peak_bytes)
+
+
+def _time_block(trial: Trial, device: Device, n: int) -> tuple[float, Any]:
+    timer = device.timer()
+    value = None
+    timer.start()
+    for _ in range(n):
+        value = trial.step()
+    timer.stop()
+    device.synchronize()
+    return timer.elapsed_ms() / n, value
+
+
+def measure_level1(
+    build: Callable[[], Trial],
+    device: Device,
+    batch_size: int,
+    warmup: int = MIN_WARMUP,
+) -> IterationResult:
+    """Build a fresh trial and measure it; raises the device's OOM types unchanged."""
+    import torch
+
+    warmup = max(warmup, MIN_WARMUP)
+    if device.kind == "cuda" and torch.backends.cudnn.benchmark:
+        warmup = max(warmup, CUDNN_WARMUP)
+    trial: Trial | None = None
+    try:
+        device.synchronize()
+        baseline = device.memory_allocated()
+        device.reset_peak()
+        if device.kind == "cuda":
+            trial = build()
+            for _ in range(warmup - 1):
+                trial.step()
+        else:
+            tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
+            try:
+                with tracker:
+                    trial = build()
+                    trial.step()
+                    trial.step()
+                peak = tracker.peak
+            finally:
+                tracker.close()
+            for _ in range(warmup - 3):
+                trial.step()
+        first_ms, value = _time_block(trial, device, 1)  # the last warm-up sizes the blocks
+        means: list[float] = []
+        converged = False
+        spent, budget = first_ms, max(MAX_TIMING_MS, 8 * first_ms)
+        mean = first_ms
+        while len(means) < MAX_BLOCKS and spent < budget:
+            n = _block_size(mean)
+            mean, value = _time_block(trial, device, n)
+            means.append(mean)
+            spent += mean * n
+            if len(means) >= 2 and _agree(means[-2], means[-1]):
+                converged = True
+                break
+        if not means:
+            means.append(first_ms)
+        iteration_ms = (means[-1] + means[-2]) / 2 if converged else statistics.median(means)
+        if device.kind == "cuda":
+            peak = int(device.max_memory_allocated() or 0) - int(baseline or 0)
+        return IterationResult(batch_size, iteration_ms, peak, means, converged, value)
+    except device.oom_types:
+        trial = None
+        device.free_memory(thorough=True)
+        raise
+    finally:
+        del trial
+
+
+def _block_size(iteration_ms: float) -> int:
+    """Iterations per block so a block lasts about TARGET_BLOCK_MS (re-sized after each)."""
+    return max(1, min(MAX_BLOCK_ITERATIONS, math.ceil(TARGET_BLOCK_MS / max(iteration_ms, 1e-3))))
+
+
+def _agree(a: float, b: float) -> bool:
+    return abs(a - b) <= TOLERANCE * max(a, b)
+
+
+def measure_iteration(
+    model_provider: Callable[[], Any],
+    input_provider: Callable[..., Any],
+    iteration_provider: Callable[[Any], Callable[..., Any]],
+    batch_size: int,
+    device: Any = None,
+) -> Sample:
+    """One uninstrumented, isolated measurement at ``batch_size`` (the sampling building block).
+
+    Raises the device's OOM type (``torch.OutOfMemoryError`` on CUDA, ``CPUOutOfMemoryError``
+    when a CPU ``memory_budget`` is exceeded) when the batch does not fit.
+    """
+    from skyline_nb.profiler.session import isolated
+
+    dev = resolve_device(device)
+    user_code = UserCode(default_project_root(model_provider))
+    providers = load_providers(model_provider, input_provider, iteration_provider, user_code)
+    with isolated(dev):
+        result = measure_level1(lambda: build_trial(providers, batch_size, dev), dev, batch_size)
+    return result.sample()

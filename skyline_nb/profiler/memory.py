@@ -1,0 +1,208 @@
+"""Level 3, memory: live-storage peak (CPU), activations per op, weights, grads, optimizer state.
+
+Memory is counted by STORAGE, never by tensor: views, in-place results and tied weights share a
+storage and must count once. Weights and grads are exact (``numel * element_size`` per named
+parameter). Activations are the storages autograd saves for backward (``saved_tensors_hooks``),
+minus parameters and the user's inputs, which have their own categories. Each saved storage is
+attributed to the forward op whose backward node unpacks it (exact, through the node's sequence
+number); storages never unpacked fall back to the op that ran when they were packed.
+
+Known limitations: the CPU tracker only sees storages created by aten ops while it is active
+(``torch.from_numpy`` memory and allocations inside C++ extensions that bypass the dispatcher
+are invisible); the peak it reports is of the tracked window, which starts before the model is
+built, so it includes weights, inputs and optimizer state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.device import CPUOutOfMemoryError
+
+DispatchMode = tp.dispatch_mode_base()
+
+
+class LiveStorageTracker(DispatchMode):
+    """Counts bytes of live storages on one device, with their peak; enforces a budget.
+
+    Every op output whose storage is new is added and a finalizer subtracts it when the storage
+    is freed, so ``live`` is exact for what aten allocated while the tracker was active.
+    """
+
+    def __init__(self, device: torch.device, budget: int | None = None) -> None:
+        super().__init__()
+        self.device_type = device.type
+        self.budget = budget
+        self.live = 0
+        self.peak = 0
+        self._sizes: dict[int, int] = {}
+        self.active = True
+
+    def _freed(self, key: int, nbytes: int) -> None:
+        if self._sizes.pop(key, None) is not None:
+            self.live -= nbytes
+
+    def track(self, tensor: torch.Tensor) -> None:
+        if tensor.device.type != self.device_type or tensor.is_meta:
+            return
+        key = tp.storage_key(tensor)
+        nbytes = tp.storage_nbytes(tensor)
+        known = self._sizes.get(key)
+        if known == nbytes:
+            return
+        if known is None:
+            tp.on_storage_free(tensor, self._freed, key, nbytes)
+            self._sizes[key] = nbytes
+            self.live += nbytes
+        else:  # resized in place (out= ops); the finalizer subtracts the first size only
+            self._sizes[key] = nbytes
+            self.live += nbytes - known
+        if self.live > self.peak:
+            self.peak = self.live
+            if self.budget is not None and self.peak > self.budget:
+                raise CPUOutOfMemoryError(
+                    f"the iteration needs more than the CPU memory budget of {self.budget} bytes"
+                )
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if self.active:
+            for leaf in tp.tree_leaves(out):
+                if isinstance(leaf, torch.Tensor):
+                    self.track(leaf)
+        return out
+
+    def close(self) -> None:
+        """Stop counting; finalizers already registered become no-ops."""
+        self.active = False
+        self._sizes.clear()
+
+
+@dataclass
+class SavedRecord:
+    nbytes: int
+    pack_op: int | None  # op index current when packed (fallback attribution)
+    unpack_ops: set[int] = field(default_factory=set)
+
+
+class SavedTensorTracker:
+    """Records the storages autograd saves for backward, attributed to forward ops.
+
+    ``current_op`` returns the index of the last forward op dispatched; ``op_of_node`` maps the
+    autograd node running a backward to the index of the forward op that created it.
+    """
+
+    def __init__(
+        self,
+        excluded_keys: set[int],
+        current_op: Callable[[], int | None],
+        op_of_node: Callable[[Any], int | None],
+    ) -> None:
+        self.excluded = excluded_keys
+        self.current_op = current_op
+        self.op_of_node = op_of_node
+        self.records: dict[int, SavedRecord] = {}
+
+    def pack(self, tensor: torch.Tensor) -> Any:
+        if isinstance(tensor, torch.nn.Parameter):
+            return (None, tensor)
+        try:
+            key = tp.storage_key(tensor)
+        except (RuntimeError, NotImplementedError):  # e.g. sparse or wrapper subclasses
+            return (None, tensor)
+        if key in self.excluded:
+            return (None, tensor)
+        if key not in self.records:
+            self.records[key] = SavedRecord(tp.storage_nbytes(tensor), self.current_op())
+        return (key, tensor)
+
+    def unpack(self, packed: Any) -> torch.Tensor:
+        key, tensor = packed
+        if key is not None:
+            node = tp.current_autograd_node()
+            op = self.op_of_node(node) if node is not None else None
+            record = self.records.get(key)
+            if op is not None and record is not None:
+                record.unpack_ops.add(op)
+        return tensor
+
+    @contextmanager
+    def active(self) -> Any:
+        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+            yield self
+
+    def bytes_per_op(self) -> dict[int | None, int]:
+        """Bytes per forward op index; each storage counted once, at its earliest saving op."""
+        per_op: dict[int | None, int] = {}
+        for record in self.records.values():
+            owner = min(record.unpack_ops) if record.unpack_ops else record.pack_op
+            per_op[owner] = per_op.get(owner, 0) + record.nbytes
+        return per_op
+
+    def total_bytes(self) -> int:
+        return sum(r.nbytes for r in self.records.values())
+
+
+def tensor_bytes(tensor: torch.Tensor) -> int:
+    return tensor.numel() * tensor.element_size()
+
+
+def unique_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
+    """``named_parameters`` with tied weights once (under the first name PyTorch gives them)."""
+    return list(model.named_parameters(remove_duplicate=True))
+
+
+def storage_keys(tensors: Iterable[Any]) -> set[int]:
+    keys = set()
+    for tensor in tensors:
+        if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
+            keys.add(tp.storage_key(tensor))
+    return keys
+
+
+def optimizer_state_bytes(optimizers: Iterable[Any], excluded_keys: set[int]) -> int:
+    """Bytes of tensors in optimizers' ``state`` (momentum, Adam moments), each storage once."""
+    seen: set[int] = set(excluded_keys)
+    total = 0
+    for optimizer in optimizers:
+        for state in getattr(optimizer, "state", {}).values():
+            for value in tp.tree_leaves(state):
+                if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
+                    continue
+                key = tp.storage_key(value)
+                if key not in seen:
+                    seen.add(key)
+                    total += tp.storage_nbytes(value)
+    return total
+
+
+class ParameterOrigins:
+    """Where each parameter was created in the user's code (a global registration hook).
+
+    Active while the model provider runs; maps ``id(param)`` to the frames captured when a
+    module registered it (``self.fc = nn.Linear(...)`` in the user's ``__init__``).
+    """
+
+    def __init__(self, capture: Callable[[], list[Any]]) -> None:
+        self._capture = capture
+        self.frames: dict[int, list[Any]] = {}
+        self._handle: Any = None
+
+    def _hook(self, module: Any, name: str, param: Any) -> None:
+        if param is not None and id(param) not in self.frames:
+            self.frames[id(param)] = self._capture()
+
+    def __enter__(self) -> ParameterOrigins:
+        self._handle = tp.register_parameter_registration_hook(self._hook)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None

@@ -1,0 +1,319 @@
+"""Level 2, operations: every aten op of forward, backward and optimizer, timed where it ran.
+
+A public context manager (``OperationTracker``) owns a private ``TorchDispatchMode``, global
+module forward pre/post hooks and global optimizer step hooks, and removes all of them on exit,
+whatever happened inside. Ops are timed in situ (host clock on CPU; CUDA event pairs read after
+one synchronize), never re-run in isolation: re-running is wrong for in-place ops, RNG and
+overlap (Skyline did it).
+
+Linking backward to forward: autograd gives each forward op's grad_fn a sequence number, and the
+node running a backward op has the same number. Inside the dispatch mode an op's outputs do not
+have their grad_fn yet (autograd attaches it after the op returns), so outputs are resolved
+lazily, at the next dispatch. AccumulateGrad nodes are linked to their parameter instead.
+
+Module paths come from global forward hooks, one record per module INSTANCE: ``blocks.0`` and
+``blocks.1`` stay separate even though the loop body is the same line (Skyline merged them).
+
+Known limitations: ops run by C++ extensions that bypass the dispatcher are invisible; backward
+nodes created outside the tracked iteration (a retained graph) cannot be linked and are kept
+as root-level "unlinked" entries.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.device import Device, Timer
+from skyline_nb.profiler.stacks import UserCode
+from skyline_nb.report import Frame
+
+DispatchMode = tp.dispatch_mode_base()
+FORWARD, OPTIMIZER, BACKWARD = "forward", "optimizer", "backward"
+_SKIPPED_NAMESPACES = ("profiler",)  # record_function markers: not work the user did
+
+
+@dataclass
+class OpRecord:
+    """One op instance (forward or optimizer), or an aggregate of unlinked backward work."""
+
+    index: int
+    name: str
+    module: str
+    phase: str
+    frames: list[Frame] = field(default_factory=list)
+    forward_ms: float = 0.0
+    backward_ms: float | None = None
+    parameter: str | None = None  # AccumulateGrad entries: the parameter's name
+    key: str = ""  # "<name>#<k>": the k-th record of this name in this module instance
+
+
+class _OpMode(DispatchMode):
+    """The private mode: times each op and hands it to the tracker for bookkeeping."""
+
+    def __init__(self, tracker: OperationTracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        tracker = self.tracker
+        if func.namespace in _SKIPPED_NAMESPACES:
+            return func(*args, **(kwargs or {}))
+        if tracker.pending:
+            tracker.resolve_pending()
+        node = tp.current_autograd_node()
+        timer = tracker.new_timer()
+        timer.start()
+        out = func(*args, **(kwargs or {}))
+        timer.stop()
+        tracker.record(func, node, out, timer)
+        return out
+
+
+class OperationTracker:
+    """Context manager: everything torch runs inside it becomes ``OpRecord``s.
+
+    Example usage::
+
+        with OperationTracker(model, device, user_code, param_names) as ops:
+            iteration(*inputs)
+        ops.finish()       # one synchronize, then read all timers
+        ops.records        # forward/optimizer ops in execution order, plus unlinked backward
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        device: Device,
+        user_code: UserCode,
+        extra_on_enter: Callable[[], Any] | None = None,
+    ) -> None:
+        self.device = device
+        self.user_code = user_code
+        self.module_names: dict[int, str] = {
+            id(m): name for name, m in model.named_modules(remove_duplicate=True)
+        }
+        self._model_ref = weakref.ref(model)
+        self.param_names: dict[int, str] = {
+            id(p): name for name, p in model.named_parameters(remove_duplicate=True)
+        }
+        self.extra_modules: dict[int, tuple[str, str]] = {}  # id -> (path, class name)
+        self.module_frames: dict[str, list[Frame]] = {}
+        self.module_order: list[str] = []
+        self.records: list[OpRecord] = []
+        self.accumulated: set[str] = set()  # parameters that received a gradient
+        self.optimizers: list[weakref.ref[Any]] = []
+        self.pending: list[tuple[int, weakref.ref[torch.Tensor]]] = []
+        self.wall_ms = 0.0
+        self._by_seq: dict[int, int] = {}
+        self._aggregates: dict[tuple[str, str], OpRecord] = {}
+        self._timers: list[tuple[OpRecord, bool, Timer]] = []
+        self._stack: list[str] = []
+        self._optimizer_depth = 0
+        self._handles: list[Any] = []
+        self._mode: _OpMode | None = None
+        self._last_forward: int | None = None
+        self._started = 0
+        self._timer_factory = device.timer
+
+    # ---- hooks ----------------------------------------------------------------------------
+    def _module_path(self, module: nn.Module) -> str:
+        name = self.module_names.get(id(module))
+        if name is not None:
+            return name
+        extra = self.extra_modules.get(id(module))
+        if extra is None:
+            base = type(module).__name__
+            taken = {p for p, _ in self.extra_modules.values()} | set(self.module_names.values())
+            path, k = base, 1
+            while path in taken:
+                k += 1
+                path = f"{base}_{k}"
+            extra = (path, type(module).__name__)
+            self.extra_modules[id(module)] = extra
+        return extra[0]
+
+    def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        path = self._module_path(module)
+        if path not in self.module_frames:
+            self.module_frames[path] = self.user_code.capture()
+            self.module_order.append(path)
+        self._stack.append(path)
+
+    def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        if self._stack:
+            self._stack.pop()
+
+    def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._optimizer_depth += 1
+        if not any(ref() is optimizer for ref in self.optimizers):
+            self.optimizers.append(weakref.ref(optimizer))
+
+    def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        self._optimizer_depth = max(0, self._optimizer_depth - 1)
+
+    # ---- bookkeeping ----------------------------------------------------------------------
+    def new_timer(self) -> Timer:
+        return self._timer_factory()
+
+    def resolve_pending(self) -> None:
+        """Map grad_fn sequence numbers of earlier forward outputs to their op records."""
+        for index, ref in self.pending:
+            tensor = ref()
+            grad_fn = getattr(tensor, "grad_fn", None) if tensor is not None else None
+            if grad_fn is not None:
+                self._by_seq.setdefault(tp.sequence_nr(grad_fn), index)
+        self.pending.clear()
+
+    def op_of_node(self, node: Any) -> int | None:
+        if self.pending:
+            self.resolve_pending()
+        return self._by_seq.get(tp.sequence_nr(node))
+
+    def current_op(self) -> int | None:
+        return self._last_forward
+
+    def record(self, func: Any, node: Any, out: Any, timer: Timer) -> None:
+        if node is not None:
+            self._record_backward(func, node, timer)
+            return
+        phase = OPTIMIZER if self._optimizer_depth else FORWARD
+        module = "[optimizer]" if phase == OPTIMIZER else (self._stack[-1] if self._stack else "")
+        name = func.overloadpacket.__name__
+        record = OpRecord(
+            index=len(self.records),
+            name=name,
+            module=module,
+            phase=phase,
+            frames=self.user_code.capture(),
+        )
+        self.records.append(record)
+        self._timers.append((record, False, timer))
+        if phase == FORWARD:
+            self._last_forward = record.index
+            # autograd attaches grad_fn (and requires_grad) only after this op returns
+            for leaf in tp.tree_leaves(out):
+                if isinstance(leaf, torch.Tensor):
+                    self.pending.append((record.index, weakref.ref(leaf)))
+                    break
+
+    def _record_backward(self, func: Any, node: Any, timer: Timer) -> None:
+        index = self._by_seq.get(tp.sequence_nr(node))
+        if index is not None:
+            self._timers.append((self.records[index], True, timer))
+            return
+        if tp.is_accumulate_grad(node):
+            variable = tp.accumulated_variable(node)
+            name = self.param_names.get(id(variable)) if variable is not None else None
+            if name is not None:
+                self.accumulated.add(name)
+                module = name.rpartition(".")[0]
+                key = (module, f"accumulate_grad:{name}")
+                record = self._aggregate(key, "accumulate_grad", module, parameter=name)
+                self._timers.append((record, True, timer))
+                return
+        record = self._aggregate(("", node.name()), node.name(), "")
+        self._timers.append((record, True, timer))
+
+    def _aggregate(
+        self, key: tuple[str, str], name: str, module: str, parameter: str | None = None
+    ) -> OpRecord:
+        record = self._aggregates.get(key)
+        if record is None:
+            record = OpRecord(len(self.records), name, module, BACKWARD, parameter=parameter)
+            self._aggregates[key] = record
+            self.records.append(record)
+        return record
+
+    # ---- context manager ------------------------------------------------------------------
+    def __enter__(self) -> OperationTracker:
+        try:
+            self._handles.append(
+                nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
+            )
+            self._handles.append(
+                nn.modules.module.register_module_forward_hook(self._post_hook, always_call=True)
+            )
+            self._handles.extend(tp.register_optimizer_step_hooks(self._step_pre, self._step_post))
+            self._mode = _OpMode(self)
+            self.device.synchronize()
+            self._started = time.perf_counter_ns()
+            self._mode.__enter__()
+        except BaseException:
+            self._remove_hooks()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(*exc)
+        finally:
+            self._mode = None
+            self._remove_hooks()
+            self.device.synchronize()
+            self.wall_ms = (time.perf_counter_ns() - self._started) / 1e6
+            self.resolve_pending()
+            self._stack.clear()
+            self._optimizer_depth = 0
+
+    def _remove_hooks(self) -> None:
+        while self._handles:
+            self._handles.pop().remove()
+
+    def finish(self) -> None:
+        """Read every timer (after the exit's synchronize) into the records; drop timers."""
+        for record, backward, timer in self._timers:
+            elapsed = timer.elapsed_ms()
+            if backward:
+                record.backward_ms = (record.backward_ms or 0.0) + elapsed
+            else:
+                record.forward_ms += elapsed
+        self._timers.clear()
+        self.pending.clear()
+        counts: dict[tuple[str, str], int] = {}
+        for record in self.records:
+            k = counts.get((record.module, record.name), 0)
+            counts[(record.module, record.name)] = k + 1
+            record.key = f"{record.name}#{k}"
+
+    def ops_ms(self) -> float:
+        """Σ of all op times: forward, backward and optimizer."""
+        return sum(r.forward_ms + (r.backward_ms or 0.0) for r in self.records)
+
+    def live_optimizers(self) -> list[Any]:
+        return [opt for opt in (ref() for ref in self.optimizers) if opt is not None]
+
+
+def merge_median(first: OperationTracker, others: list[OperationTracker]) -> bool:
+    """Replace ``first``'s op times by the per-op median over all runs; False if runs differ.
+
+    One in-situ sample per op is at the mercy of a preemption; the median of three drops such
+    spikes. Runs are comparable only when they ran the same ops in the same modules in the
+    same order (no data-dependent control flow); otherwise ``first`` is kept as is.
+    """
+    def shape(tracker: OperationTracker) -> list[tuple[str, str, str]]:
+        return [(r.module, r.name, r.phase) for r in tracker.records]
+
+    reference = shape(first)
+    runs = [t for t in others if shape(t) == reference]
+    if len(runs) != len(others):
+        return False
+    for i, record in enumerate(first.records):
+        forward = sorted([record.forward_ms, *(t.records[i].forward_ms for t in runs)])
+        record.forward_ms = forward[len(forward) // 2]
+        if record.backward_ms is not None:
+            backward = sorted(
+                [record.backward_ms, *((t.records[i].backward_ms or 0.0) for t in runs)]
+            )
+            record.backward_ms = backward[len(backward) // 2]
+    walls = sorted([first.wall_ms, *(t.wall_ms for t in runs)])
+    first.wall_ms = walls[len(walls) // 2]
+    return True

@@ -1,0 +1,225 @@
+"""Loading, checking and calling the three Skyline providers.
+
+``load_providers`` checks shapes before anything heavy runs, so a wrong signature fails in
+milliseconds with a message naming the user's cell/line. ``build_trial`` makes what one
+measurement needs from scratch: a fresh model (copied when the provider hands out an object the
+user still holds, so training it cannot touch theirs), inputs moved once to the device, and the
+iteration; user exceptions come back as ``ProviderError`` with the original chained.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.errors import InputTypeError, ProviderError, ProviderSignatureError
+from skyline_nb.profiler.stacks import UserCode
+
+
+@dataclass
+class Providers:
+    model: Callable[[], nn.Module]
+    inputs: Callable[..., Any]
+    iteration: Callable[[nn.Module], Callable[..., Any]]
+    default_batch_size: int | None
+    user_code: UserCode
+
+    def where(self, function: object) -> str:
+        name = getattr(function, "__qualname__", None) or repr(function)
+        return f"{name} ({self.user_code.location_of(function)})"
+
+
+@dataclass
+class Trial:
+    """One fresh model with its inputs and iteration, ready to step."""
+
+    model: nn.Module
+    iteration: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    input_tensors: list[torch.Tensor]
+    where: str
+
+    def step(self) -> Any:
+        return self.iteration(*self.args, **self.kwargs)
+
+
+def _parameters(function: Callable[..., Any], role: str) -> list[inspect.Parameter]:
+    try:
+        return list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError) as exc:
+        raise ProviderSignatureError(
+            f"the {role} {function!r} has no inspectable signature"
+        ) from exc
+
+
+def _required(params: list[inspect.Parameter]) -> list[inspect.Parameter]:
+    return [
+        p for p in params
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def load_providers(
+    model_provider: Any, input_provider: Any, iteration_provider: Any, user_code: UserCode
+) -> Providers:
+    """Check the three providers' shapes; raise ``ProviderSignatureError`` naming what is wrong."""
+    for role, function, hint in (
+        ("model provider", model_provider, "def skyline_model_provider(): return Net()"),
+        ("input provider", input_provider,
+         "def skyline_input_provider(batch_size=32): return (x, y)"),
+        ("iteration provider", iteration_provider,
+         "def skyline_iteration_provider(model): ... return iteration"),
+    ):
+        if function is None:
+            raise ProviderSignatureError(f"no {role} was given; define one like: {hint}")
+        if not callable(function):
+            raise ProviderSignatureError(
+                f"the {role} must be a function, not {type(function).__name__}; e.g. {hint}"
+            )
+    providers = Providers(model_provider, input_provider, iteration_provider, None, user_code)
+    if _required(_parameters(model_provider, "model provider")):
+        raise ProviderSignatureError(
+            f"the model provider {providers.where(model_provider)} must take no arguments"
+        )
+    params = _parameters(input_provider, "input provider")
+    batch = next((p for p in params if p.name == "batch_size"), None)
+    if batch is None or batch.kind is batch.POSITIONAL_ONLY:
+        raise ProviderSignatureError(
+            f"the input provider {providers.where(input_provider)} needs a `batch_size` parameter "
+            "with an integer default, e.g. def skyline_input_provider(batch_size=32)"
+        )
+    others = [p for p in _required(params) if p.name != "batch_size"]
+    if others:
+        raise ProviderSignatureError(
+            f"the input provider {providers.where(input_provider)} may only require `batch_size`"
+            f", but also requires {', '.join(p.name for p in others)}"
+        )
+    if batch.default is not batch.empty:
+        if isinstance(batch.default, bool) or not isinstance(batch.default, int):
+            raise ProviderSignatureError(
+                f"the input provider {providers.where(input_provider)} has batch_size default "
+                f"{batch.default!r}; it must be an integer literal like 32"
+            )
+        providers.default_batch_size = batch.default
+    params = _parameters(iteration_provider, "iteration provider")
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    variadic = any(p.kind is p.VAR_POSITIONAL for p in params)
+    if len(_required(params)) > 1 or not (positional or variadic):
+        raise ProviderSignatureError(
+            f"the iteration provider {providers.where(iteration_provider)} must take exactly one "
+            "argument, the model, and return the iteration function"
+        )
+    return providers
+
+
+def _call(providers: Providers, function: Callable[..., Any], role: str, *args: Any,
+          oom: tuple[type[BaseException], ...] = (), **kwargs: Any) -> Any:
+    try:
+        return function(*args, **kwargs)
+    except oom:
+        raise
+    except Exception as exc:
+        raise ProviderError(
+            f"the {role} {providers.where(function)} raised {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _user_holds(model: nn.Module) -> bool:
+    """True when something besides our local names references the model or its tensors.
+
+    The provider's fresh model is referenced only by us (getrefcount: our variable + the
+    argument); a model the user keeps in a global has more. Parameters are checked too, so a new
+    wrapper around a user-held layer is caught. False positives (tied weights) only cost a copy.
+    """
+    if sys.getrefcount(model) > 3:
+        return True
+    items = [m for _, m in model.named_modules(remove_duplicate=False)][1:]
+    items += [p for _, p in model.named_parameters(remove_duplicate=False)]
+    appearances = Counter(id(x) for x in items)
+    # RNNs keep a second list of their weights (ids only: loop names would add references)
+    appearances.update(
+        id(w) for x in items for w in (getattr(x, "_flat_weights", None) or [])
+    )
+    # per appearance: a parent's dict entry + an `items` entry; + `item` + the call's argument
+    return any(sys.getrefcount(item) > 2 * appearances[id(item)] + 2 for item in items)
+
+
+def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        moved = value.to(device)
+        found.append(moved)
+        return moved
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_device(v, device, found) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device, found) for k, v in value.items()}
+    return value
+
+
+def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
+    """A fresh model, inputs for ``batch_size`` on the device, and its iteration function."""
+    oom = device.oom_types
+    model = _call(providers, providers.model, "model provider", oom=oom)
+    if not isinstance(model, nn.Module):
+        raise ProviderError(
+            f"the model provider {providers.where(providers.model)} returned "
+            f"{type(model).__name__}; it must return a torch.nn.Module"
+        )
+    if _user_holds(model):
+        try:
+            model = copy.deepcopy(model)
+        except Exception as exc:
+            raise ProviderError(
+                f"the model provider {providers.where(providers.model)} returned a model that is "
+                "also used elsewhere and cannot be copied; return a new model on each call"
+            ) from exc
+    model.to(device.torch_device)
+    raw = _call(providers, providers.inputs, "input provider", batch_size=batch_size, oom=oom)
+    if isinstance(raw, torch.Tensor):
+        raw = (raw,)
+    if not isinstance(raw, (tuple, list, dict)):
+        raise InputTypeError(
+            f"the input provider {providers.where(providers.inputs)} returned "
+            f"{type(raw).__name__}; return a tensor, or a tuple, list or dict of inputs"
+        )
+    tensors: list[torch.Tensor] = []
+    moved = _to_device(raw, device.torch_device, tensors)
+    if not tensors:
+        raise InputTypeError(
+            f"the input provider {providers.where(providers.inputs)} returned no tensors "
+            f"({type(raw).__name__} of {', '.join(type(v).__name__ for v in _values(raw))})"
+        )
+    iteration = _call(providers, providers.iteration, "iteration provider", model, oom=oom)
+    if not callable(iteration):
+        raise ProviderError(
+            f"the iteration provider {providers.where(providers.iteration)} returned "
+            f"{type(iteration).__name__}; it must return the iteration function"
+        )
+    args, kwargs = ((), dict(moved)) if isinstance(moved, dict) else (tuple(moved), {})
+    where = providers.where(iteration)
+
+    def step(*a: Any, **k: Any) -> Any:
+        try:
+            return iteration(*a, **k)
+        except oom:
+            raise
+        except Exception as exc:
+            raise ProviderError(
+                f"the iteration {where} raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return Trial(model, step, args, kwargs, tensors, where)
+
+
+def _values(raw: Any) -> list[Any]:
+    return list(raw.values()) if isinstance(raw, dict) else list(raw)

@@ -1,0 +1,198 @@
+"""Choose the batch sizes to measure for the performance models, backing off on out-of-memory.
+
+Skyline measured the user's batch and a few sizes 20 apart, which says little about a model
+profiled at batch 8 and dragged to 128. Here the extra sizes spread over the feasible range:
+up to 4× the user's batch where memory allows (2× and 4×, then ½×), fewer above and more below
+when the user's batch is already near the largest that fits.
+
+The feasible range comes from memory. With one point, peak/batch is an upper bound on the
+per-sample slope (the intercept, weights and optimizer state, is never negative), so
+capacity·batch/peak is a size that fits if memory is linear; from two points on, the line
+through the measured points predicts it. A size whose predicted peak exceeds the capacity is
+not measured at all. When a measurement still fails with an out-of-memory error (or a measured
+peak exceeds the capacity, which on CPU is the user's memory budget), the size becomes the
+known limit and the next try halves the gap to the last size that worked; after two failures
+only sizes below the user's are tried. With a lone point and nothing smaller (batch 1), one
+size above is probed even if the one-point bound forbids it: that bound assumes no weights.
+
+Imports no torch: the caller passes ``measure`` and the exception types that mean "out of
+memory" on its device (``torch.OutOfMemoryError`` on CUDA), so this module can be tested with a
+fake machine.
+
+Example usage::
+
+    first = measure(batch_size)
+    samples, reason = collect_samples(measure, first, capacity_bytes,
+                                      oom_errors=(torch.OutOfMemoryError, MemoryError))
+    models = PerformanceModels.from_samples(..., reason=reason)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skyline_nb.report import Sample
+
+MIN_POINTS = 3
+# Largest multiple of the user's batch we aim for; the widget mostly drags within this range.
+REACH = 4
+# Out-of-memory failures tolerated before giving up: each costs a (failed) iteration. After
+# ABOVE_RETRIES of them, only sizes below the user's (which fit, since the user's did) are tried.
+MAX_FAILURES = 4
+ABOVE_RETRIES = 2
+
+
+def collect_samples(
+    measure: Callable[[int], Sample],
+    first: Sample,
+    capacity_bytes: int,
+    *,
+    oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
+    max_points: int = 4,
+) -> tuple[list[Sample], str | None]:
+    """Measure ``first`` plus up to ``max_points − 1`` more batch sizes; return them sorted.
+
+    ``measure(n)`` runs one uninstrumented measurement at batch size n (the caller frees memory
+    when it raises one of ``oom_errors``). ``capacity_bytes`` is the device's memory, or the
+    user's memory budget on CPU; 0 or less means unknown (no memory-based limit).
+
+    Returns the samples (``first`` included, by ascending batch size) and None, or, when fewer
+    than three distinct batch sizes could be measured, the samples and a sentence saying why,
+    for the widget to show. Errors other than ``oom_errors`` propagate.
+    """
+    if max_points < MIN_POINTS:
+        raise ValueError(f"max_points must be at least {MIN_POINTS}, not {max_points}")
+    if first.batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, not {first.batch_size}")
+    state = _State(first.batch_size, capacity_bytes, {first.batch_size: first})
+    while len(state.measured) < max_points and state.failures < MAX_FAILURES:
+        target = state.next_target()
+        if target is None:
+            break
+        try:
+            sample = measure(target)
+        except oom_errors:
+            state.failed(target)
+            continue
+        if 0 < capacity_bytes < sample.peak_bytes:
+            state.failed(target)  # over the budget: as good as out of memory
+            continue
+        state.measured[target] = sample
+    samples = [state.measured[size] for size in sorted(state.measured)]
+    return samples, state.reason()
+
+
+@dataclass
+class _State:
+    """What sampling has learnt so far: measured points and the smallest size that failed."""
+
+    user: int
+    capacity: int
+    measured: dict[int, Sample]
+    too_big: int | None = None  # smallest size that ran out of memory (or over the budget)
+    limit: float = math.inf  # after a failure: halfway between the last good size and it
+    failures: int = 0
+
+    def failed(self, size: int) -> None:
+        self.failures += 1
+        self.too_big = size if self.too_big is None else min(self.too_big, size)
+        good = max((s for s in self.measured if s < size), default=0)
+        self.limit = min(self.limit, (good + size) // 2)
+
+    def ceiling(self) -> int:
+        """The largest size worth trying above the user's: REACH× it, or what memory allows."""
+        top = min(REACH * self.user, self.limit, _memory_max(self.measured, self.capacity))
+        if self.too_big is not None:
+            top = min(top, self.too_big - 1)
+        return max(0, math.floor(top))
+
+    def next_target(self) -> int | None:
+        ceiling = self.ceiling()
+        for size in _preferred(self.user, ceiling):
+            if size in self.measured or (self.too_big is not None and size >= self.too_big):
+                continue
+            if size > self.user and self.failures >= ABOVE_RETRIES:
+                continue
+            if size <= ceiling:
+                return size
+        return self._probe()
+
+    def _probe(self) -> int | None:
+        """One size above a lone point whose own peak fits: the one-point bound assumes no
+        weights, so with heavy weights and nothing smaller to try (batch 1) it would stop at
+        one point; a second point gives the real slope. A failure is backed off as usual."""
+        size = self.user + 1
+        if len(self.measured) != 1 or self.too_big is not None:
+            return None
+        first = self.measured[self.user]
+        return size if self.capacity <= 0 or first.peak_bytes <= self.capacity else None
+
+    def reason(self) -> str | None:
+        """None with enough points; else one sentence for the widget, e.g. "only 2 batch
+        sizes could be measured (8, 16): batch size 32 ran out of memory; predictions need 3"."""
+        if len(self.measured) >= MIN_POINTS:
+            return None
+        why = []
+        if self.too_big is not None:
+            why.append(f"batch size {self.too_big} ran out of memory")
+        elif self.capacity > 0 and self.ceiling() < REACH * self.user:
+            why.append(
+                "other batch sizes are predicted to exceed the memory capacity "
+                f"({self.capacity / 2**20:.1f} MiB)"
+            )
+        if self.user == 1:
+            why.append("no batch size is smaller than 1")
+        count = len(self.measured)
+        sizes = ", ".join(str(s) for s in sorted(self.measured))
+        detail = f": {'; '.join(why)}" if why else ""
+        return (
+            f"only {count} batch size{'s' if count > 1 else ''} could be measured ({sizes})"
+            f"{detail}; predictions need {MIN_POINTS}"
+        )
+
+
+def _preferred(user: int, ceiling: int) -> list[int]:
+    """Sizes in the order to measure them: above the user's batch, then below, then between.
+
+    Above: 2× (or the ceiling, if lower) and the ceiling, i.e. 2× and 4× when 4× fits; the
+    smaller first, so the memory estimate is refined before the larger try. Below: ½×, ¼×, …
+    (cheap, and the only option when the user's batch is near the maximum). Between: other
+    sizes above, for tiny batches where ½× does not exist (user 1 → 2, 4, then 3).
+    """
+    above: list[int] = []
+    if ceiling > user:
+        above = sorted({min(2 * user, ceiling), ceiling})
+    below = sorted({user >> k for k in range(1, user.bit_length())} - {0}, reverse=True)
+    between = sorted(
+        {round(user + (ceiling - user) * f) for f in (0.25, 0.5, 0.75)} - set(above)
+    )
+    between = [s for s in between if user < s < ceiling]
+    return above + below + between
+
+
+def _memory_max(measured: dict[int, Sample], capacity: int) -> float:
+    """The largest batch size predicted to fit ``capacity`` from the measured peaks.
+
+    One point, or a line that does not grow: peak/batch is an upper bound on the slope, so
+    capacity / max(peak/batch) fits whenever memory is linear with a non-negative intercept.
+    Two sizes or more: the least-squares line through them (what "predicted to exceed the
+    capacity" means; a wrong guess costs one out-of-memory back-off). Unknown capacity: no
+    limit.
+    """
+    if capacity <= 0:
+        return math.inf
+    points = [(s.batch_size, s.peak_bytes) for s in measured.values()]
+    bound = max(p / b for b, p in points)
+    conservative = capacity / bound if bound > 0 else math.inf
+    if len({b for b, _ in points}) < 2:
+        return conservative
+    n = len(points)
+    mean_x = sum(b for b, _ in points) / n
+    mean_y = sum(p for _, p in points) / n
+    sxx = sum((b - mean_x) ** 2 for b, _ in points)
+    slope = sum((b - mean_x) * (p - mean_y) for b, p in points) / sxx
+    if slope <= 0:
+        return conservative
+    return (capacity - (mean_y - slope * mean_x)) / slope

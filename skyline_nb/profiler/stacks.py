@@ -1,0 +1,170 @@
+"""Source locations in the USER's code: notebook cells (via ``cells.py``) or project files.
+
+A profile is only useful if each op links to a line the user wrote, not to torch internals.
+Frames are collected by walking ``sys._getframe`` (``inspect.stack`` and ``traceback`` build
+line caches and are about 10× dearer, which matters at one walk per aten op). Whether a file
+is the user's is decided once per file name and cached.
+
+User code is: a registered notebook cell, or a file under the project root that is not part of
+torch, the standard library, an installed package, or the profiler itself (skyline_nb's own
+``examples`` count as user code so they can be profiled as such).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+from types import FrameType
+
+import torch
+
+from skyline_nb import cells
+from skyline_nb.report import Frame, SourceFile
+
+MAX_FRAMES = 16
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
+_EXAMPLES_DIR = _PACKAGE_DIR / "examples"
+
+
+_PROFILER_DIR = str(Path(__file__).resolve().parent) + os.sep
+_profiler_files: dict[str, bool] = {}
+
+
+def _is_profiler(filename: str) -> bool:
+    known = _profiler_files.get(filename)
+    if known is None:
+        known = _profiler_files[filename] = str(Path(filename).resolve()).startswith(_PROFILER_DIR)
+    return known
+
+
+def _excluded_roots() -> list[str]:
+    roots = {str(Path(torch.__file__).resolve().parent), str(_PACKAGE_DIR)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(str(Path(path).resolve()))
+    return sorted(roots)
+
+
+class UserCode:
+    """Decides which frames are the user's and turns them into ``Frame`` records.
+
+    Example usage::
+
+        user = UserCode(project_root=Path("."))
+        frames = user.capture()   # user frames of the caller, closest first
+        user.sources()            # SourceFile for each file/cell those frames touched
+    """
+
+    def __init__(self, project_root: str | Path | None) -> None:
+        self.project_root = Path(project_root).resolve() if project_root is not None else None
+        self._excluded = _excluded_roots()
+        self._cache: dict[str, tuple[str, str | None, cells.CellEntry | None] | None] = {}
+        self._touched: dict[str, tuple[str, str | None, cells.CellEntry | None]] = {}
+
+    # ---- classification -------------------------------------------------------------------
+    def classify(self, filename: str) -> tuple[str, str | None, cells.CellEntry | None] | None:
+        """(display file, cell id, cell entry) for a user file, None for anything else."""
+        try:
+            return self._cache[filename]
+        except KeyError:
+            pass
+        result = self._classify(filename)
+        self._cache[filename] = result
+        return result
+
+    def _classify(self, filename: str) -> tuple[str, str | None, cells.CellEntry | None] | None:
+        entry = cells.lookup(filename)
+        if entry is not None:
+            return filename, entry.cell_id, entry
+        if filename.startswith("<") or self.project_root is None:
+            return None
+        path = Path(filename).resolve()
+        text = str(path)
+        in_examples = path.is_relative_to(_EXAMPLES_DIR)
+        if not in_examples and any(
+            text == root or text.startswith(root + os.sep) for root in self._excluded
+        ):
+            return None
+        if "site-packages" in path.parts or "dist-packages" in path.parts:
+            return None
+        if not path.is_relative_to(self.project_root):
+            return None
+        return path.relative_to(self.project_root).as_posix(), None, None
+
+    def frame_of(self, filename: str, line: int) -> Frame | None:
+        info = self.classify(filename)
+        if info is None:
+            return None
+        display, cell_id, entry = info
+        self._touched.setdefault(filename, info)
+        if entry is not None:
+            return Frame(file=display, line=entry.cell_line(line), cell_id=cell_id)
+        return Frame(file=display, line=line)
+
+    # ---- capture --------------------------------------------------------------------------
+    def capture(self, frame: FrameType | None = None) -> list[Frame]:
+        """User frames from ``frame`` (default: the caller) outward, closest to the call first.
+
+        The walk stops where the profiler called into the user's code (``Trial.step``,
+        ``build_trial``): frames beyond it are whoever called ``profile()``, not the model.
+        """
+        current = frame if frame is not None else sys._getframe(1)
+        found: list[Frame] = []
+        classify = self.classify
+        left_profiler = False
+        while current is not None and len(found) < MAX_FRAMES:
+            filename = current.f_code.co_filename
+            if _is_profiler(filename):
+                if left_profiler:
+                    break
+            else:
+                left_profiler = True
+                if classify(filename) is not None:
+                    user_frame = self.frame_of(filename, current.f_lineno)
+                    if user_frame is not None:
+                        found.append(user_frame)
+            current = current.f_back
+        return found
+
+    def location_of(self, function: object) -> str:
+        """'cell <id>, line N' or 'file.py, line N' for a function, for error messages."""
+        code = getattr(function, "__code__", None)
+        if code is None:
+            return repr(function)
+        entry = cells.lookup(code.co_filename)
+        if entry is not None:
+            return f"cell {entry.cell_id or '?'}, line {entry.cell_line(code.co_firstlineno)}"
+        return f"{code.co_filename}, line {code.co_firstlineno}"
+
+    # ---- sources --------------------------------------------------------------------------
+    def sources(self, files: set[str] | None = None) -> list[SourceFile]:
+        """The code of every cell/file that captured frames point into, each once.
+
+        ``files`` restricts the result to the display names actually kept in a report.
+        """
+        result = []
+        for filename, (display, cell_id, entry) in self._touched.items():
+            if files is not None and display not in files:
+                continue
+            if entry is not None:
+                code = entry.display_source()
+            else:
+                try:
+                    code = Path(filename).read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+            result.append(SourceFile(file=display, code=code, cell_id=cell_id))
+        return result
+
+
+def default_project_root(function: object) -> Path:
+    """The folder of the file defining ``function``; the working folder for cells/other code."""
+    code = getattr(function, "__code__", None)
+    if code is not None and cells.lookup(code.co_filename) is None:
+        path = Path(code.co_filename)
+        if path.is_file():
+            return path.resolve().parent
+    return Path.cwd().resolve()

@@ -1,0 +1,218 @@
+"""Every private or semi-private PyTorch API skyline_nb touches, in one place, with guards.
+
+PyTorch does not promise these names; keeping them here means a torch upgrade breaks one file
+with a clear message instead of failing deep inside a measurement. Each accessor checks the name
+once and raises ``UnsupportedTorchError`` naming the missing API and the torch version.
+Tested against torch 2.13 (CPU and CUDA builds); the oldest supported is 2.1.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+MIN_TORCH = (2, 1)
+
+
+class UnsupportedTorchError(RuntimeError):
+    """This torch lacks an internal API the profiler needs."""
+
+
+def torch_version() -> tuple[int, int]:
+    major, minor = torch.__version__.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
+
+
+def _need(owner: Any, name: str, where: str) -> Any:
+    value = getattr(owner, name, None)
+    if value is None:
+        raise UnsupportedTorchError(
+            f"torch {torch.__version__} has no {where}.{name}; skyline_nb needs torch >= "
+            f"{MIN_TORCH[0]}.{MIN_TORCH[1]} with this API"
+        )
+    return value
+
+
+# ---- dispatch modes -----------------------------------------------------------------------
+def dispatch_mode_base() -> type:
+    """``TorchDispatchMode``: sees every aten op below autograd (forward, backward, optimizer)."""
+    from torch.utils import _python_dispatch
+
+    return _need(_python_dispatch, "TorchDispatchMode", "torch.utils._python_dispatch")
+
+
+def dispatch_stack_depth() -> int:
+    """How many dispatch modes are active (isolation tests check it is unchanged)."""
+    return int(_need(torch._C, "_len_torch_dispatch_stack", "torch._C")())
+
+
+def function_stack_depth() -> int:
+    """How many ``TorchFunctionMode``s are active."""
+    return int(_need(torch._C, "_len_torch_function_stack", "torch._C")())
+
+
+def tree_leaves(value: Any) -> list[Any]:
+    from torch.utils import _pytree
+
+    return _need(_pytree, "tree_leaves", "torch.utils._pytree")(value)
+
+
+# ---- autograd graph -----------------------------------------------------------------------
+def current_autograd_node() -> Any | None:
+    """The autograd Node whose backward is running on this thread, or None in forward."""
+    return _need(torch._C, "_current_autograd_node", "torch._C")()
+
+
+def sequence_nr(node: Any) -> int:
+    """A Node's sequence number: equal for a forward op's grad_fn and its backward run."""
+    return int(node._sequence_nr())
+
+
+def accumulated_variable(node: Any) -> torch.Tensor | None:
+    """For an AccumulateGrad node, the leaf tensor (parameter) it accumulates into."""
+    return getattr(node, "variable", None)
+
+
+def is_accumulate_grad(node: Any) -> bool:
+    return "AccumulateGrad" in node.name()
+
+
+# ---- storages -----------------------------------------------------------------------------
+def storage_key(tensor: torch.Tensor) -> int:
+    """An id for the StorageImpl behind ``tensor``: stable while the storage lives."""
+    return int(tensor.untyped_storage()._cdata)
+
+
+def storage_nbytes(tensor: torch.Tensor) -> int:
+    return int(tensor.untyped_storage().nbytes())
+
+
+def on_storage_free(tensor: torch.Tensor, callback: Callable[..., None], *args: Any) -> None:
+    """Call ``callback(*args)`` when the storage behind ``tensor`` is freed.
+
+    Relies on storage PyObject preservation (torch >= 2.0): the Python storage object lives as
+    long as the C++ storage, so its finalizer runs exactly at the free.
+    """
+    weakref.finalize(tensor.untyped_storage(), callback, *args)
+
+
+# ---- global hook registries (read-only, for isolation checks) -----------------------------
+def global_module_hook_counts() -> dict[str, int]:
+    """Sizes of nn.Module's global hook dicts; unchanged by a profile() that cleaned up."""
+    from torch.nn.modules import module
+
+    names = [
+        "_global_forward_pre_hooks",
+        "_global_forward_hooks",
+        "_global_backward_pre_hooks",
+        "_global_backward_hooks",
+        "_global_module_registration_hooks",
+        "_global_parameter_registration_hooks",
+        "_global_buffer_registration_hooks",
+    ]
+    return {n: len(getattr(module, n)) for n in names if hasattr(module, n)}
+
+
+def global_optimizer_hook_counts() -> dict[str, int]:
+    from torch.optim import optimizer
+
+    names = ["_global_optimizer_pre_hooks", "_global_optimizer_post_hooks"]
+    return {n: len(getattr(optimizer, n)) for n in names if hasattr(optimizer, n)}
+
+
+def register_optimizer_step_hooks(
+    pre: Callable[..., None], post: Callable[..., None]
+) -> list[Any]:
+    """Global optimizer step pre/post hooks (public in torch.optim.optimizer, not re-exported)."""
+    from torch.optim import optimizer
+
+    return [
+        _need(optimizer, "register_optimizer_step_pre_hook", "torch.optim.optimizer")(pre),
+        _need(optimizer, "register_optimizer_step_post_hook", "torch.optim.optimizer")(post),
+    ]
+
+
+def register_parameter_registration_hook(hook: Callable[..., Any]) -> Any:
+    from torch.nn.modules import module
+
+    return _need(
+        module, "register_module_parameter_registration_hook", "torch.nn.modules.module"
+    )(hook)
+
+
+def backend_flags() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
+    """Getter/setter pairs for the global torch flags a user's iteration may flip.
+
+    cudnn.benchmark is the usual one (set inside a model provider, it would leak into the
+    user's session); the rest are snapshotted for the same reason.
+    """
+    backends = torch.backends
+    flags: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
+
+    def attr(name: str, owner: Any, field: str) -> None:
+        if hasattr(owner, field):
+            flags[name] = (
+                lambda: getattr(owner, field),
+                lambda value: setattr(owner, field, value),
+            )
+
+    attr("cudnn.enabled", backends.cudnn, "enabled")
+    attr("cudnn.benchmark", backends.cudnn, "benchmark")
+    attr("cudnn.deterministic", backends.cudnn, "deterministic")
+    attr("mkldnn.enabled", backends.mkldnn, "enabled")
+    attr(
+        "cuda.matmul.allow_fp16_reduced_precision_reduction",
+        backends.cuda.matmul,
+        "allow_fp16_reduced_precision_reduction",
+    )
+    precision = _fp32_precision_owners()
+    if precision:
+        # torch >= 2.9: the legacy allow_tf32 / float32_matmul_precision are views of these, and
+        # restoring through them mixes APIs (torch then refuses to read the precision). Parents
+        # are set before children because setting a parent cascades.
+        flags["fp32_precision"] = (
+            lambda: tuple(owner.fp32_precision for owner in precision),
+            lambda values: [
+                setattr(owner, "fp32_precision", value)
+                for owner, value in zip(precision, values, strict=True)
+            ],
+        )
+    else:
+        attr("cudnn.allow_tf32", backends.cudnn, "allow_tf32")
+        attr("cuda.matmul.allow_tf32", backends.cuda.matmul, "allow_tf32")
+        flags["float32_matmul_precision"] = (
+            torch.get_float32_matmul_precision,
+            torch.set_float32_matmul_precision,
+        )
+    flags["deterministic_algorithms"] = (
+        lambda: (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        ),
+        lambda value: torch.use_deterministic_algorithms(value[0], warn_only=value[1]),
+    )
+    flags["default_dtype"] = (torch.get_default_dtype, torch.set_default_dtype)
+    flags["grad_enabled"] = (torch.is_grad_enabled, torch.set_grad_enabled)
+    flags["anomaly"] = (
+        lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+        lambda value: torch.set_anomaly_enabled(value[0], value[1]),
+    )
+    flags["num_threads"] = (torch.get_num_threads, torch.set_num_threads)
+    return flags
+
+
+def _fp32_precision_owners() -> list[Any]:
+    """The objects carrying torch >= 2.9's ``fp32_precision``, parents first."""
+    backends = torch.backends
+    owners = []
+    for path in ("", "cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn", "mkldnn",
+                 "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn"):
+        owner: Any = backends
+        for part in filter(None, path.split(".")):
+            owner = getattr(owner, part, None)
+        if owner is not None and hasattr(owner, "fp32_precision"):
+            owners.append(owner)
+    return owners

@@ -1,0 +1,119 @@
+"""Assembling the breakdown tree: root -> module instances -> op leaves, optimizer, untracked.
+
+One node per module INSTANCE (attribute path from ``named_modules``), so ``blocks.0`` and
+``blocks.1`` are separate even when a loop runs them from one line. Parents hold the exact sums
+of their children for forward/backward time and activation bytes (the widget relies on
+Σ children = parent); weight and grad bytes of a module include its descendants. Children are
+ordered by when they first ran, so the tree reads in execution order; modules that never ran
+(still holding weights) come last, in definition order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from skyline_nb.profiler.operations import OPTIMIZER, OperationTracker, OpRecord
+from skyline_nb.report import Frame, Node
+
+OPTIMIZER_PATH = "[optimizer]"
+UNTRACKED_PATH = "[untracked]"
+
+
+@dataclass
+class TreeInputs:
+    model: nn.Module
+    ops: OperationTracker
+    activation_by_op: dict[int | None, int]
+    weight_bytes: dict[str, int]  # parameter name -> bytes
+    grad_bytes: dict[str, int]
+    param_frames: dict[str, list[Frame]]
+    untracked_ms: float
+    optimizer_name: str
+
+
+def build_tree(inputs: TreeInputs) -> Node:
+    """The root node of the report's tree (ids assigned depth first, parents first)."""
+    model, ops = inputs.model, inputs.ops
+    root = Node(id=0, name=type(model).__name__, path="", kind="root")
+    nodes: dict[str, Node] = {"": root}
+    first: dict[int, int] = {}  # id(node) -> first op index in its subtree
+    for path, module in model.named_modules():
+        if not path:
+            continue
+        frames = ops.module_frames.get(path, [])
+        node = Node(0, type(module).__name__, path, "module", frames=frames)
+        nodes[path] = node
+        nodes.get(path.rpartition(".")[0], root).children.append(node)
+    for path, class_name in ops.extra_modules.values():
+        node = Node(0, class_name, path, "module", frames=ops.module_frames.get(path, []))
+        nodes[path] = node
+        root.children.append(node)
+    optimizer = Node(0, inputs.optimizer_name or "optimizer", OPTIMIZER_PATH, "optimizer")
+    nodes[OPTIMIZER_PATH] = optimizer
+
+    for record in ops.records:
+        parent = nodes.get(record.module, root)
+        leaf = _leaf(record, inputs)
+        first[id(leaf)] = record.index
+        parent.children.append(leaf)
+    if optimizer.children:
+        root.children.append(optimizer)
+    untracked = Node(0, "untracked", UNTRACKED_PATH, "untracked", forward_ms=inputs.untracked_ms)
+    untracked.activation_bytes = inputs.activation_by_op.get(None, 0)
+    root.children.append(untracked)
+    first[id(untracked)] = len(ops.records) + 1
+
+    _own_weights(nodes, inputs)
+    _sum_up(root, first)
+    for number, node in enumerate(root.walk()):
+        node.id = number
+    return root
+
+
+def _leaf(record: OpRecord, inputs: TreeInputs) -> Node:
+    prefix = OPTIMIZER_PATH if record.phase == OPTIMIZER else record.module
+    path = f"{prefix}/{record.key}" if prefix else record.key
+    name = record.name
+    frames = record.frames
+    if record.parameter is not None:
+        name = f"accumulate_grad({record.parameter.rpartition('.')[2]})"
+        frames = inputs.param_frames.get(record.parameter, [])
+    return Node(
+        0,
+        name,
+        path,
+        "op",
+        forward_ms=record.forward_ms,
+        backward_ms=record.backward_ms,
+        activation_bytes=inputs.activation_by_op.get(record.index, 0),
+        frames=frames,
+    )
+
+
+def _own_weights(nodes: dict[str, Node], inputs: TreeInputs) -> None:
+    for name, size in inputs.weight_bytes.items():
+        owner = nodes.get(name.rpartition(".")[0])
+        if owner is not None:
+            owner.weight_bytes += size
+            owner.grad_bytes += inputs.grad_bytes.get(name, 0)
+
+
+def _sum_up(node: Node, first: dict[int, int]) -> int | None:
+    """Post-order: sums children into ``node``, orders them, returns the subtree's first op."""
+    if node.kind == "op" or node.kind == "untracked":
+        return first.get(id(node))
+    starts = {id(child): _sum_up(child, first) for child in node.children}
+    definition = {id(child): i for i, child in enumerate(node.children)}
+    node.children.sort(
+        key=lambda c: (starts[id(c)] is None, starts[id(c)] or 0, definition[id(c)])
+    )
+    node.forward_ms = sum(c.forward_ms for c in node.children)
+    backward = [c.backward_ms for c in node.children if c.backward_ms is not None]
+    node.backward_ms = sum(backward) if backward else None
+    node.activation_bytes = sum(c.activation_bytes for c in node.children)
+    node.weight_bytes += sum(c.weight_bytes for c in node.children)
+    node.grad_bytes += sum(c.grad_bytes for c in node.children)
+    known = [s for s in starts.values() if s is not None]
+    return min(known) if known else None

@@ -1,0 +1,395 @@
+"""Find, and rewrite, the batch-size integer literal in a notebook cell.
+
+Dragging a bar in the widget picks a new batch size; the edit that lands in the user's cell must
+change the characters of exactly one integer literal and nothing else, or not happen at all. So
+the literal is found through the AST (a comment or a string holding ``batch_size = 3`` can never
+match), re-found in the *current* text before every edit (the user may have typed since the
+profile), and anything doubtful is refused with a sentence the widget can show.
+
+Which literal is the batch size, in order of precedence:
+
+1. The input provider is the top-level ``def skyline_input_provider`` of the cell (or
+   ``deepview_input_provider`` when there is no Skyline one; or exactly ``provider_name``).
+   Defs nested in functions or classes are not the provider. Two top-level defs of it, or an
+   ``async def``, are refused.
+2. If its ``batch_size`` parameter has an integer-literal default, that literal is the target
+   (any signature layout: annotations, several lines, positional-only, keyword-only, decorators).
+   If ``variable`` was given and the provider body also reads that global, both decide the batch
+   size and the edit is refused as ambiguous.
+3. If the default is a bare name (``batch_size=BATCH``), the target is that module-level variable
+   (``variable``, when given, must be that name).
+4. If ``batch_size`` has no default (the caller supplies it from the variable) or the provider
+   has no such parameter but its body reads the variable as a global, the target is the
+   module-level ``variable = <int>`` / ``variable: int = <int>`` (``variable`` defaults to
+   ``batch_size``).
+5. With no provider in the cell, the module-level variable is the target only when ``variable``
+   was given explicitly (the magic's ``--batch-size-var``); otherwise the provider has gone from
+   the cell and editing some other ``batch_size`` would be a guess.
+
+A module-level variable must be bound exactly once at module scope (``+=``, tuple unpacking,
+imports, ``for`` targets and ``global`` writes in functions all count as bindings).
+
+Only plain decimal literals are edited: ``0x20``, ``0o40``, ``3_2`` are refused rather than
+rewritten in a different spelling; so are ``True``, negative numbers, zero and expressions.
+
+IPython-only lines (a first-line ``%%skyline``, ``%time ...``, ``!cmd``, ``x = !cmd``) are turned
+into same-length Python before parsing, so every offset refers to the original cell text.
+Offsets are given twice: Python ``str`` indices (``start``/``end``) and UTF-16 code-unit indices
+(``start_utf16``/``end_utf16``) for JupyterLab's shared model, which uses JavaScript strings.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+DEFAULT_PROVIDER_NAMES = ("skyline_input_provider", "deepview_input_provider")
+DEFAULT_VARIABLE = "batch_size"
+PARAMETER = "batch_size"
+# Cell magics whose body is Python; the body of any other (%%bash, %%html...) is never edited.
+PYTHON_CELL_MAGICS = frozenset({"skyline", "time", "timeit", "capture", "prun", "debug"})
+
+_EOL = re.compile(r"(\r\n|\r|\n)")  # the line breaks Python's tokenizer knows (not splitlines)
+_DECIMAL = re.compile(r"[0-9]+")
+_ASSIGN_MAGIC = re.compile(r"\s*[^\W\d][\w.]*(?:\s*,\s*[^\W\d][\w.]*)*\s*=\s*(?=[%!])")
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+Target = Literal["signature_default", "module_variable"]
+
+
+class SourceEditRefused(ValueError):
+    """The cell cannot be edited safely; ``str(exc)`` is a sentence to show the user."""
+
+
+@dataclass(frozen=True)
+class LiteralLocation:
+    """Where the batch-size literal is. ``code[start:end] == text`` and ``int(text) == value``."""
+
+    start: int  # Python str index into the original cell text
+    end: int
+    start_utf16: int  # the same positions in UTF-16 code units (JavaScript string indices)
+    end_utf16: int
+    line: int  # 1-based, as the user sees it
+    value: int
+    text: str
+    target: Target
+    name: str  # the provider function for "signature_default", the variable otherwise
+
+    def describe(self) -> str:
+        if self.target == "signature_default":
+            return f"the default of `{PARAMETER}` in `{self.name}` (line {self.line})"
+        return f"`{self.name} = {self.text}` at module level (line {self.line})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "description": self.describe()}
+
+
+def as_python(code: str) -> str:
+    """The cell with IPython-only lines replaced by same-length Python (``%time f()`` -> ``0#ime
+    f()``), as IPython's transformers would remove them; every character position and line break
+    is unchanged, so AST positions map straight back onto ``code``. Only lines that start a
+    logical line are touched: a ``%`` continuing an expression or inside a string is Python."""
+    parts = _EOL.split(code)  # line, break, line, break, ..., line
+    first, continued = True, False
+    depth, quote = 0, ""  # bracket depth and the open string's delimiter carried across lines
+    for k in range(0, len(parts), 2):
+        if depth == 0 and not quote and not continued:
+            parts[k] = _neutralize_line(parts[k], first)
+            first = first and not parts[k].strip()
+        depth, quote, continued = _scan(parts[k], depth, quote)
+    return "".join(parts)
+
+
+def _neutralize_line(line: str, first: bool) -> str:
+    stripped = line.lstrip()
+    if first and stripped.startswith("%%"):
+        name = stripped[2:].split(maxsplit=1)[0] if stripped[2:].strip() else ""
+        if name not in PYTHON_CELL_MAGICS:
+            raise SourceEditRefused(f"the cell runs `%%{name}`, whose body is not Python")
+    assign = _ASSIGN_MAGIC.match(line)  # `x = !cmd`: x is bound, but not to a literal
+    if assign:
+        at, stand_in = assign.end(), "_"
+    elif stripped[:1] in ("%", "!"):
+        at, stand_in = len(line) - len(stripped), "0"
+    else:
+        return line
+    rest = line[at:]
+    return line[:at] + stand_in + ("#" + rest[2:] if len(rest) > 1 else "")
+
+
+def _scan(line: str, depth: int, quote: str) -> tuple[int, str, bool]:
+    """Bracket depth, open string and backslash continuation after ``line``: enough to know
+    whether the next line starts a logical line (where IPython looks for magics)."""
+    i, n = 0, len(line)
+    while i < n:
+        if quote:
+            if line[i] == "\\":
+                i += 2
+            elif line.startswith(quote, i):
+                i, quote = i + len(quote), ""
+            else:
+                i += 1
+            continue
+        ch = line[i]
+        if ch == "#":
+            break
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch in "\"'":
+            quote = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else ch
+            i += len(quote)
+            continue
+        elif ch == "\\" and i == n - 1:
+            return depth, quote, True
+        i += 1
+    if len(quote) == 1 and not line.endswith("\\"):
+        quote = ""  # an unterminated one-line string is a syntax error; don't carry it on
+    return depth, quote, False
+
+
+def _parse(code: str) -> ast.Module:
+    python = as_python(code)  # may refuse a non-Python cell magic itself
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "\d" in user strings must not become an error
+            return ast.parse(python)
+    except (SyntaxError, ValueError, UnicodeError) as exc:  # null bytes, lone surrogates
+        detail = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, SyntaxError) else str(exc)
+        raise SourceEditRefused(f"the cell does not parse as Python ({detail})") from None
+
+
+def find_batch_size_literal(
+    code: str, *, provider_name: str | None = None, variable: str | None = None
+) -> LiteralLocation:
+    """Locate the batch-size literal in ``code`` (one cell) or raise ``SourceEditRefused``.
+
+    ``provider_name=None`` looks for ``skyline_input_provider``, then ``deepview_input_provider``.
+    ``variable`` is the magic's ``--batch-size-var``; see the module docstring for precedence.
+    """
+    tree = _parse(code)
+    names = (provider_name,) if provider_name is not None else DEFAULT_PROVIDER_NAMES
+    fn = _find_provider(tree, names)
+    var = variable or DEFAULT_VARIABLE
+    if fn is None:
+        if variable is None:
+            raise SourceEditRefused(f"no top-level `def {' or '.join(names)}` in this cell")
+        return _module_variable(code, tree, var, "")
+    param, default = _batch_size_param(fn)
+    if isinstance(default, ast.Name):
+        if variable is not None and default.id != variable:
+            raise SourceEditRefused(f"`{fn.name}` reads `{default.id}`, not `{variable}`")
+        return _module_variable(code, tree, default.id, f", which `{fn.name}` reads")
+    if default is not None:
+        what = f"the default of `{PARAMETER}` in `{fn.name}`"
+        node = _int_literal(default, what)
+        if variable is not None and _reads_global(fn, variable):
+            raise SourceEditRefused(f"ambiguous: {what} and the global `{variable}` both set it")
+        return _locate(code, node, "signature_default", fn.name, what)
+    if param is not None or _reads_global(fn, var):
+        return _module_variable(code, tree, var, f", which `{fn.name}` needs")
+    raise SourceEditRefused(f"`{fn.name}` has no `{PARAMETER}` parameter and does not read `{var}`")
+
+
+def rewrite_batch_size(
+    code: str,
+    new_value: int,
+    *,
+    provider_name: str | None = None,
+    variable: str | None = None,
+    expected_value: int | None = None,
+) -> str:
+    """``code`` with the batch-size literal replaced by ``new_value``; nothing else changes.
+
+    The literal is re-located in ``code`` as it is now. ``expected_value`` is for callers that
+    insist on the value they profiled: left as ``None`` (the default), a value the user typed by
+    hand since is simply overwritten, since the drag is the user's latest word on it.
+    """
+    loc = _checked(code, new_value, expected_value, (provider_name, variable))
+    return code[: loc.start] + str(new_value) + code[loc.end :]
+
+
+def locate_for_edit(
+    code: str,
+    new_value: int | None = None,
+    *,
+    provider_name: str | None = None,
+    variable: str | None = None,
+    expected_value: int | None = None,
+) -> dict[str, Any]:
+    """A JSON-ready answer for the front end, which never raises for a refused edit.
+
+    ``{"ok": True, **LiteralLocation.as_dict(), "replacement": "64"}`` (``replacement`` only when
+    ``new_value`` is given): the editor applies ``updateSource(start_utf16, end_utf16,
+    replacement)``. ``{"ok": False, "reason": "..."}`` otherwise; show the reason, edit nothing.
+    """
+    try:
+        loc = _checked(code, new_value, expected_value, (provider_name, variable))
+    except SourceEditRefused as exc:
+        return {"ok": False, "reason": str(exc)}
+    answer = {"ok": True, **loc.as_dict()}
+    if new_value is not None:
+        answer["replacement"] = str(new_value)
+    return answer
+
+
+def _checked(
+    code: str, new_value: int | None, expected: int | None, names: tuple[str | None, str | None]
+) -> LiteralLocation:
+    if new_value is not None:
+        if not isinstance(new_value, int) or isinstance(new_value, bool):
+            raise TypeError(f"new_value must be an int, not {type(new_value).__name__}")
+        if new_value < 1:
+            raise SourceEditRefused(f"a batch size must be at least 1, not {new_value}")
+    loc = find_batch_size_literal(code, provider_name=names[0], variable=names[1])
+    if expected is not None and loc.value != expected:
+        raise SourceEditRefused(f"{loc.describe()} is now {loc.value}, not {expected}")
+    return loc
+
+
+def _find_provider(tree: ast.Module, names: tuple[str, ...]) -> ast.FunctionDef | None:
+    for name in names:
+        defs = [
+            node
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
+        ]
+        if len(defs) > 1:
+            lines = ", ".join(str(node.lineno) for node in defs)
+            raise SourceEditRefused(f"ambiguous: `{name}` is defined {len(defs)} times ({lines})")
+        if defs:
+            if isinstance(defs[0], ast.AsyncFunctionDef):
+                raise SourceEditRefused(f"`{name}` is an `async def`; it must be a plain function")
+            return defs[0]
+    return None
+
+
+def _batch_size_param(fn: ast.FunctionDef) -> tuple[ast.arg | None, ast.expr | None]:
+    """The ``batch_size`` parameter (positional-only, ordinary or keyword-only) and its default."""
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults + args.kw_defaults
+    for arg, default in zip([*positional, *args.kwonlyargs], defaults, strict=True):
+        if arg.arg == PARAMETER:
+            return arg, default
+    return None, None
+
+
+def _reads_global(fn: ast.FunctionDef, var: str) -> bool:
+    """Whether the provider's body reads ``var`` as a global (not a parameter or a local)."""
+    args = fn.args
+    params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    nodes = [node for stmt in fn.body for node in ast.walk(stmt)]
+    declared = {name for node in nodes if isinstance(node, ast.Global) for name in node.names}
+    params |= {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    if var in params and var not in declared:  # a parameter or a local: not the global
+        return False
+    return any(
+        isinstance(node, ast.Name) and node.id == var and isinstance(node.ctx, ast.Load)
+        for node in nodes
+    )
+
+
+def _module_variable(code: str, tree: ast.Module, var: str, why: str) -> LiteralLocation:
+    bindings = _module_bindings(tree, var)
+    if not bindings:
+        raise SourceEditRefused(f"no module-level `{var} = <int>` in this cell{why}")
+    if len(bindings) > 1:
+        lines = ", ".join(str(node.lineno) for node, _ in bindings)
+        raise SourceEditRefused(
+            f"ambiguous: `{var}` is assigned {len(bindings)} times at module level (lines {lines})"
+        )
+    node, value = bindings[0]
+    if value is None:
+        raise SourceEditRefused(
+            f"`{var}` on line {node.lineno} is not a plain `{var} = <int>` assignment"
+        )
+    what = f"`{var}` at module level"
+    return _locate(code, _int_literal(value, what), "module_variable", var, what)
+
+
+def _module_bindings(tree: ast.Module, var: str) -> list[tuple[Any, ast.expr | None]]:
+    """Every binding of ``var`` in module scope, with the value when it is a plain assignment.
+
+    Function and class bodies are other scopes, except for their ``global var`` writes;
+    decorators, defaults and bases are evaluated in module scope and are searched.
+    """
+    found: list[tuple[Any, ast.expr | None]] = []
+
+    def visit(node: ast.AST, parent: ast.AST) -> None:
+        if isinstance(node, ast.Name):
+            if node.id == var and not isinstance(node.ctx, ast.Load):
+                if isinstance(parent, ast.AnnAssign) and parent.value is None:
+                    return  # a bare annotation binds nothing
+                plain = isinstance(parent, (ast.Assign, ast.AnnAssign))
+                found.append((parent if plain else node, parent.value if plain else None))
+            return
+        if isinstance(node, ast.alias):
+            if (node.asname or node.name.split(".")[0]) == var:
+                found.append((node, None))
+            return
+        if getattr(node, "name", None) == var or getattr(node, "rest", None) == var:
+            found.append((node, None))  # def/class/except-as/match capture named var
+        if isinstance(node, _SCOPES):
+            body = node.body if isinstance(node.body, list) else [node.body]
+            inner = [n for stmt in body for n in ast.walk(stmt)]
+            declared = any(isinstance(n, ast.Global) and var in n.names for n in inner)
+            stored = any(
+                isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store)
+                for n in inner
+            )
+            if declared and stored:
+                found.append((node, None))
+            args = getattr(node, "args", None)
+            outer = [getattr(node, f, []) for f in ("decorator_list", "bases", "keywords")]
+            outer = [child for children in outer for child in children]
+            if isinstance(args, ast.arguments):
+                outer += [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+            for child in outer:
+                visit(child, node)
+            return
+        for field, child in ast.iter_fields(node):
+            if isinstance(node, ast.comprehension) and field == "target":
+                continue  # a comprehension's loop variable is local to it
+            for item in child if isinstance(child, list) else [child]:
+                if isinstance(item, ast.AST):
+                    visit(item, node)
+
+    for stmt in tree.body:
+        visit(stmt, tree)
+    found.sort(key=lambda pair: (pair[0].lineno, pair[0].col_offset))
+    return found
+
+
+def _int_literal(node: ast.expr, what: str) -> ast.Constant:
+    if not isinstance(node, ast.Constant):  # `2 ** 5`, `-8`, `BATCH * 2`, `len(data)`...
+        raise SourceEditRefused(f"{what} is `{ast.unparse(node)}`, not a literal such as `32`")
+    if isinstance(node.value, bool) or type(node.value) is not int:
+        kind = "bool" if isinstance(node.value, bool) else type(node.value).__name__
+        raise SourceEditRefused(f"{what} is `{node.value!r}`, a {kind}, not an integer literal")
+    if node.value < 1:
+        raise SourceEditRefused(f"{what} is {node.value}; a batch size must be at least 1")
+    return node
+
+
+def _locate(code: str, node: ast.Constant, target: Target, name: str, what: str) -> LiteralLocation:
+    """Turn the node's (line, UTF-8 byte column) into str and UTF-16 offsets into ``code``."""
+    assert node.end_lineno == node.lineno and node.end_col_offset is not None
+    parts = _EOL.split(code)
+    line_start = sum(map(len, parts[: 2 * node.lineno - 2]))
+    raw = parts[2 * node.lineno - 2].encode("utf-8")
+    start = line_start + len(raw[: node.col_offset].decode("utf-8"))
+    end = line_start + len(raw[: node.end_col_offset].decode("utf-8"))
+    text = code[start:end]
+    if not _DECIMAL.fullmatch(text):
+        raise SourceEditRefused(
+            f"{what} is written `{text}`; only decimal literals like `32` are edited"
+        )
+    before = sum(1 for ch in code[:start] if ord(ch) > 0xFFFF)  # astral chars: 2 UTF-16 units
+    utf16 = (start + before, end + before)  # the literal itself is ASCII
+    return LiteralLocation(start, end, *utf16, node.lineno, node.value, text, target, name)

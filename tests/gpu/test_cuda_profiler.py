@@ -1,0 +1,83 @@
+"""The profiler on a real CUDA device: events, allocator peak, CUDA RNG isolation, OOM."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skyline_nb.examples import cnn, mlp, transformer
+from skyline_nb.profiler import measure_iteration
+from skyline_nb.profiler.errors import StartingBatchOOMError
+from skyline_nb.profiler.session import profile
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+]
+
+
+def run(example, **kwargs):
+    kwargs.setdefault("predict", False)
+    return profile(
+        example.skyline_model_provider,
+        example.skyline_input_provider,
+        example.skyline_iteration_provider,
+        device="cuda",
+        **kwargs,
+    )
+
+
+def test_cnn_report_on_cuda():
+    rng = torch.cuda.get_rng_state()
+    benchmark = torch.backends.cudnn.benchmark
+    report = run(cnn, batch_size=32)
+    assert torch.equal(rng, torch.cuda.get_rng_state())
+    assert torch.backends.cudnn.benchmark == benchmark
+    assert report.device.kind == "cuda" and report.device.capacity_bytes > 0
+    assert report.iteration_ms > 0 and report.peak_bytes > report.categories["weights"]
+    model = cnn.skyline_model_provider()
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert report.categories["weights"] == weights == report.categories["grads"]
+    for node in report.tree.walk():
+        if node.children:
+            assert node.forward_ms == pytest.approx(sum(c.forward_ms for c in node.children))
+    conv = report.tree.find("blocks.2.conv2/convolution#0")
+    assert conv is not None and conv.forward_ms > 0 and conv.backward_ms > 0
+    assert report.tree.total_ms == pytest.approx(report.iteration_ms)
+
+
+def test_transformer_backward_linked_on_cuda():
+    report = run(transformer, batch_size=16)
+    root = report.tree
+    linked = sum(n.backward_ms or 0 for n in root.walk() if n.kind == "op" and n.forward_ms)
+    assert linked / root.backward_ms > 0.9
+    assert report.categories["activations"] > 0
+
+
+def test_peak_grows_with_batch_and_predictions():
+    small = measure_iteration(mlp.skyline_model_provider, mlp.skyline_input_provider,
+                              mlp.skyline_iteration_provider, 64, "cuda")
+    large = measure_iteration(mlp.skyline_model_provider, mlp.skyline_input_provider,
+                              mlp.skyline_iteration_provider, 4096, "cuda")
+    assert large.peak_bytes > small.peak_bytes
+    report = run(mlp, batch_size=64, predict=True)
+    assert len({s.batch_size for s in report.samples}) >= 3
+    assert report.models is not None and report.models.can_manipulate
+
+
+def test_oom_at_start_is_reported_and_memory_released():
+    before = torch.cuda.memory_allocated()
+
+    def huge_inputs(batch_size=1):
+        return (torch.randn(batch_size, 1 << 28, device="cuda"),)
+
+    def iteration_provider(model):
+        def iteration(x):
+            model(x).sum().backward()
+
+        return iteration
+
+    with pytest.raises(StartingBatchOOMError):
+        profile(lambda: torch.nn.Identity(), huge_inputs, iteration_provider,
+                batch_size=4096, device="cuda", predict=False)
+    assert torch.cuda.memory_allocated() == before

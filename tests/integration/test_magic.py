@@ -1,0 +1,154 @@
+"""%skyline / %%skyline in a real (in-process) IPython shell, profiling real models on CPU."""
+
+from __future__ import annotations
+
+import pytest
+from IPython import get_ipython
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+
+import skyline_nb
+from skyline_nb import cells
+from skyline_nb.magic import parse_size
+
+PROVIDERS = '''import torch
+from torch import nn
+
+
+def skyline_model_provider():
+    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))
+
+
+def skyline_input_provider(batch_size=12):
+    return torch.randn(batch_size, 64), torch.randint(0, 4, (batch_size,))
+
+
+def skyline_iteration_provider(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def iteration(x, y):
+        optimizer.zero_grad()
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    return iteration
+'''
+
+
+@pytest.fixture
+def ip():
+    shell = start_ipython() or get_ipython()  # starts once per process, then returns None
+    shell.run_line_magic("load_ext", "skyline_nb")
+    for name in [n for n in shell.user_ns if n.startswith(("skyline_", "deepview_"))]:
+        del shell.user_ns[name]
+    shell.user_ns.pop("batch_size", None)
+    cells.clear()
+    yield shell
+    magics = shell._skyline_nb_magics
+    for live in magics.live:
+        live.widget.close()
+    magics.live.clear()
+    magics.by_cell.clear()
+
+
+def run(ip, code: str, cell_id: str):
+    result = ip.run_cell(code, cell_id=cell_id)
+    return result
+
+
+def test_line_magic_profiles_providers_of_another_cell(ip):
+    assert run(ip, PROVIDERS, "cell-a").success
+    result = run(ip, "%skyline --no-predict", "cell-b")
+    assert result.success, result.error_in_exec
+    report = skyline_nb.last_report()
+    assert report.batch_size == 12
+    assert report.source.editable and report.source.cell_id == "cell-a"
+    code = report.source.code
+    assert code[report.source.start:report.source.end] == "12"
+    # ops in the model's forward map to the lines of cell-a that the user sees
+    lines = {f.line for n in report.tree.walk() for f in n.frames if f.cell_id == "cell-a"}
+    assert 20 in lines  # `loss_fn(model(x), y).backward()`
+    assert any(s.cell_id == "cell-a" for s in report.sources)
+
+
+def test_cell_magic_maps_lines_under_the_magic_line(ip):
+    result = run(ip, "%%skyline --no-predict\n\n" + PROVIDERS, "cell-c")
+    assert result.success, result.error_in_exec
+    report = skyline_nb.last_report()
+    assert report.source.cell_id == "cell-c"
+    code = report.source.code
+    assert code.startswith("%%skyline --no-predict\n")
+    assert code[report.source.start:report.source.end] == "12"
+    lines = {f.line for n in report.tree.walk() for f in n.frames if f.cell_id == "cell-c"}
+    assert 22 in lines  # the backward line, two lines lower: the magic line and a blank line
+
+
+def test_missing_provider_is_a_usage_error(ip):
+    run(ip, "def skyline_model_provider():\n    return None\n", "cell-d")
+    result = run(ip, "%skyline", "cell-e")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "skyline_input_provider" in str(result.error_in_exec)
+
+
+def test_provider_error_shows_in_widget_and_raises(ip):
+    broken = PROVIDERS.replace("    return nn.Sequential", "    raise RuntimeError('boom')\n")
+    assert run(ip, broken.replace("(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))", ""),
+               "cell-f").success
+    result = run(ip, "%skyline --no-predict", "cell-g")
+    assert result.error_in_exec is not None
+    assert "boom" in str(result.error_in_exec)
+    assert not ip._skyline_nb_magics.live  # a failed profile is not watched
+
+
+def test_rerunning_the_source_cell_reprofiles_the_widget(ip):
+    run(ip, PROVIDERS, "cell-h")
+    assert run(ip, "%skyline --no-predict", "cell-i").success
+    live = ip._skyline_nb_magics.live[-1]
+    assert live.widget.report["batch_size"] == 12
+    assert run(ip, PROVIDERS.replace("batch_size=12", "batch_size=6"), "cell-h").success
+    assert live.widget.report["batch_size"] == 6
+    assert live.widget.status == ""
+
+
+def test_batch_size_variable(ip):
+    code = PROVIDERS.replace("def skyline_input_provider(batch_size=12):",
+                             "batch_size = 10\n\n\ndef skyline_input_provider():")
+    assert run(ip, code, "cell-j").success
+    assert run(ip, "%skyline --no-predict --batch-size-var batch_size", "cell-k").success
+    report = skyline_nb.last_report()
+    assert report.batch_size == 10
+    assert report.source.kind == "module_variable"
+    assert report.source.code[report.source.start:report.source.end] == "10"
+
+
+def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
+    cell = "%%skyline --no-predict\n" + PROVIDERS
+    assert run(ip, cell, "cell-l").success
+    live = ip._skyline_nb_magics.by_cell["cell-l"]
+    live.widget.selected_batch_size = 7  # a drag that no front-end path could write
+    assert run(ip, cell, "cell-l").success
+    assert skyline_nb.last_report().batch_size == 7
+    assert ip.rl_next_input == cell.replace("batch_size=12", "batch_size=7")
+
+
+def test_export_by_suffix(ip, tmp_path):
+    run(ip, PROVIDERS, "cell-m")
+    for name in ("t.sqlite", "m.memory.sqlite", "r.json", "p.html"):
+        assert run(ip, f"%skyline --no-predict --no-watch -o {tmp_path / name}", "cell-n").success
+        assert (tmp_path / name).stat().st_size > 0
+    result = run(ip, f"%skyline --no-predict -o {tmp_path / 'x.txt'}", "cell-o")
+    assert isinstance(result.error_in_exec, UsageError)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("8GiB", 8 * 2**30), ("512MB", 512 * 10**6), ("1000", 1000), ("1.5 kib", 1536)],
+)
+def test_parse_size(text, size):
+    assert parse_size(text) == size
+
+
+def test_parse_size_rejects_garbage():
+    with pytest.raises(UsageError, match="8GiB"):
+        parse_size("lots")

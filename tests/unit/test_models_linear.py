@@ -1,0 +1,323 @@
+"""The performance models: fits, predictions, inverses, clamps, the knee and the JSON layout."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from skyline_nb.models.linear import (
+    KNEE_GAIN,
+    MAX_BATCH_SIZE,
+    LinearFit,
+    PerformanceModels,
+)
+
+GIB = 1 << 30
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def exact_models(
+    a: float = 0.5,
+    b: float = 4.0,
+    c: float = 2**20,
+    d: float = 5e7,
+    capacity: int = GIB,
+    sizes: tuple[int, ...] = (4, 8, 16, 32),
+) -> PerformanceModels:
+    return PerformanceModels.from_samples(
+        list(sizes), [a * x + b for x in sizes], [round(c * x + d) for x in sizes], capacity
+    )
+
+
+def given(
+    a: float, b: float, c: float = 1e6, d: float = 1e7, capacity: int = GIB
+) -> PerformanceModels:
+    models = PerformanceModels(LinearFit(a, b, 1.0), LinearFit(c, d, 1.0), capacity, True)
+    models.knee_batch_size = models._knee()
+    return models
+
+
+# ---- fits ----------------------------------------------------------------------------------
+def test_exact_lines_are_recovered() -> None:
+    models = exact_models()
+    assert models.can_manipulate and models.reason is None
+    assert models.time.slope == pytest.approx(0.5, rel=1e-12)
+    assert models.time.intercept == pytest.approx(4.0, rel=1e-12)
+    assert models.memory.slope == pytest.approx(2**20, rel=1e-12)
+    assert models.memory.intercept == pytest.approx(5e7, rel=1e-12)
+    assert models.time.r2 == pytest.approx(1.0) and models.memory.r2 == pytest.approx(1.0)
+    assert max(abs(r) for r in models.memory.residuals) < 1e-3  # bytes
+    assert models.predict_iteration_ms(64) == pytest.approx(36.0)
+    assert models.predict_peak_bytes(64) == pytest.approx(64 * 2**20 + 5e7)
+
+
+def test_noisy_lines_match_numpy_least_squares() -> None:
+    rng = np.random.default_rng(7)
+    xs = np.array([4, 8, 16, 32, 48], dtype=float)
+    ys = 1.3 * xs + 7.0 + rng.normal(0.0, 0.4, xs.size)
+    fit = LinearFit.fit(xs, ys)
+    slope, intercept = np.polyfit(xs, ys, 1)
+    assert fit.slope == pytest.approx(slope, rel=1e-9)
+    assert fit.intercept == pytest.approx(intercept, rel=1e-9)
+    assert 0.99 < fit.r2 < 1.0
+    assert sum(fit.residuals) == pytest.approx(0.0, abs=1e-9)  # least squares: residuals sum to 0
+    assert fit.residuals == pytest.approx(list(ys - (slope * xs + intercept)), abs=1e-9)
+
+
+def test_fit_keeps_exactness_with_byte_sized_values() -> None:
+    xs = [1000, 2000, 4000]
+    fit = LinearFit.fit(xs, [3e9 * x + 7e10 for x in xs])
+    assert fit.slope == pytest.approx(3e9, rel=1e-12)
+    assert fit.intercept == pytest.approx(7e10, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("xs", "ys"),
+    [
+        ([1.0], [2.0]),
+        ([3.0, 3.0, 3.0], [1.0, 2.0, 3.0]),
+        ([1.0, math.nan], [1.0, 2.0]),
+        ([1.0, 2.0], [1.0, math.inf]),
+        ([1.0, 2.0, 3.0], [1.0, 2.0]),
+    ],
+)
+def test_fit_rejects_what_is_not_a_line(xs: list[float], ys: list[float]) -> None:
+    with pytest.raises(ValueError):
+        LinearFit.fit(xs, ys)
+
+
+def test_flat_values_have_r2_one() -> None:
+    fit = LinearFit.fit([1, 2, 3], [5.0, 5.0, 5.0])
+    assert (fit.slope, fit.r2) == (0.0, 1.0)
+
+
+# ---- degenerate cases ----------------------------------------------------------------------
+def test_fewer_than_three_distinct_sizes_turn_predictions_off() -> None:
+    models = PerformanceModels.from_samples([8, 16, 16], [5.0, 9.0, 9.1], [100, 200, 200], GIB)
+    assert not models.can_manipulate
+    assert models.time is None and models.memory is None
+    assert "only 2 batch size(s)" in models.reason
+    assert models.max_throughput is None and models.knee_batch_size is None
+    with pytest.raises(ValueError, match="predictions are off"):
+        models.predict_throughput(8)
+    with pytest.raises(ValueError):
+        models.batch_size_for_memory(1000)
+
+
+def test_sampler_reason_is_kept_when_points_are_missing() -> None:
+    why = "only 2 batch size(s) could be measured (batch size 32 ran out of memory)"
+    models = PerformanceModels.from_samples([8, 16], [5.0, 9.0], [100, 200], GIB, reason=why)
+    assert models.reason == why
+
+
+def test_non_finite_and_impossible_samples_are_left_out() -> None:
+    models = PerformanceModels.from_samples(
+        [4, 8, 16, 32, 64, 0],
+        [3.0, 5.0, 9.0, math.nan, -1.0, 1.0],
+        [140, 180, math.nan, 420, 740, 100],
+        GIB,
+    )
+    assert not models.can_manipulate
+    assert "4 sample(s) had invalid values" in models.reason
+    kept = PerformanceModels.from_samples(
+        [4, 8, 16, 32], [3.0, 5.0, 9.0, math.inf], [140, 180, 260, 420], GIB
+    )
+    assert kept.can_manipulate and kept.time.slope == pytest.approx(0.5)
+
+
+def test_lengths_must_agree() -> None:
+    with pytest.raises(ValueError, match="length"):
+        PerformanceModels.from_samples([1, 2, 3], [1.0, 2.0], [1, 2, 3], GIB)
+
+
+def test_time_not_growing_disables_dragging() -> None:
+    models = PerformanceModels.from_samples([4, 8, 16], [9.0, 9.0, 9.0], [10, 20, 40], GIB)
+    assert not models.can_manipulate
+    assert models.reason == "iteration time does not grow with the batch size"
+    assert models.max_throughput is None and models.knee_batch_size is None
+    assert models.time is not None  # the flat line is still drawn
+
+
+def test_memory_not_growing_disables_dragging_without_dividing_by_zero() -> None:
+    models = PerformanceModels.from_samples([4, 8, 16], [3.0, 5.0, 9.0], [500, 500, 500], GIB)
+    assert not models.can_manipulate
+    assert models.reason == "peak memory does not grow with the batch size"
+    assert models.max_batch_size() == 1
+    assert models.batch_size_for_memory(10**9) == 1
+    both = PerformanceModels.from_samples([4, 8, 16], [9.0, 8.0, 7.0], [500, 400, 300], GIB)
+    assert both.reason.count("does not grow") == 2
+
+
+def test_unknown_capacity_disables_dragging() -> None:
+    models = exact_models(capacity=0)
+    assert not models.can_manipulate and "capacity is unknown" in models.reason
+    assert models.max_batch_size() == 1
+
+
+# ---- capacity and clamps -------------------------------------------------------------------
+def test_max_batch_size_is_the_largest_that_fits() -> None:
+    models = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=110_000)
+    assert models.max_batch_size() == 100
+    assert models.predict_peak_bytes(100) <= models.capacity_bytes
+    assert models.predict_peak_bytes(101) > models.capacity_bytes
+
+
+def test_capacity_below_one_sample_still_allows_batch_one() -> None:
+    models = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=5_000)
+    assert models.max_batch_size() == 1
+    assert models.batch_size_for_memory(10**9) == 1
+    assert models.batch_size_for_throughput(10**6) == 1
+    assert models.knee_batch_size is None
+
+
+def test_near_zero_memory_slope_is_capped() -> None:
+    models = given(1.0, 3.0, c=1e-12, d=0.0, capacity=80 * GIB)
+    assert models.max_batch_size() == MAX_BATCH_SIZE
+    assert models.batch_size_for_memory(math.inf) == MAX_BATCH_SIZE
+
+
+@pytest.mark.parametrize("target", [-1e9, -1.0, 0.0, 1e-9, math.nan, -math.inf])
+def test_memory_inverse_clamps_low_and_invalid_targets_to_one(target: float) -> None:
+    assert exact_models().batch_size_for_memory(target) == 1
+
+
+@pytest.mark.parametrize("target", [GIB, 10.0 * GIB, math.inf])
+def test_memory_inverse_clamps_to_capacity(target: float) -> None:
+    models = exact_models()
+    assert models.batch_size_for_memory(target) == models.max_batch_size()
+
+
+@pytest.mark.parametrize("factor", [0.9999999, 1.0, 1.5, 1e9])
+def test_throughput_at_or_beyond_the_asymptote_gives_the_largest_batch(factor: float) -> None:
+    models = exact_models()
+    assert models.max_throughput == pytest.approx(2000.0)
+    target = factor * models.max_throughput
+    expected = models.max_batch_size() if factor >= 1 else models.batch_size_for_throughput(target)
+    assert models.batch_size_for_throughput(target) == expected
+    assert 1 <= models.batch_size_for_throughput(target) <= models.max_batch_size()
+
+
+@pytest.mark.parametrize("target", [-5.0, 0.0, 1e-6, math.nan])
+def test_throughput_inverse_clamps_low_targets_to_one(target: float) -> None:
+    assert exact_models().batch_size_for_throughput(target) == 1
+
+
+def test_rounding_is_pythons_ties_to_even_as_the_javascript_mirror() -> None:
+    models = given(1.0, 3.0, c=1000.0, d=0.0, capacity=GIB)
+    assert models.batch_size_for_memory(10_500.0) == 10
+    assert models.batch_size_for_memory(11_500.0) == 12
+    assert models.batch_size_for_memory(12_499.0) == 12
+    assert models.batch_size_for_memory(1_499.0) == 1
+
+
+# ---- inverse ∘ predict ---------------------------------------------------------------------
+@pytest.mark.parametrize(("a", "b"), [(0.5, 4.0), (0.01, 100.0), (3.0, 0.2), (2.0, -1.5)])
+def test_inverse_of_prediction_is_identity(a: float, b: float) -> None:
+    models = given(a, b, c=2**20, d=5e7, capacity=4 * GIB)
+    top = models.max_batch_size()
+    for x in [1, 2, 3, 7, 8, 63, 64, 500, top - 1, top]:
+        if models.predict_iteration_ms(x) > 0:
+            assert models.batch_size_for_throughput(models.predict_throughput(x)) == x
+        assert models.batch_size_for_memory(models.predict_peak_bytes(x)) == x
+
+
+def test_negative_intercept_is_inverted_on_the_decreasing_branch() -> None:
+    models = given(2.0, -1.5, c=1000.0, d=10_000.0, capacity=10_000_000)
+    assert models.predict_throughput(1) > models.predict_throughput(50) > models.max_throughput
+    assert models.batch_size_for_throughput(models.max_throughput * 0.5) == models.max_batch_size()
+    assert models.batch_size_for_throughput(1e9) == 1
+    assert models.knee_batch_size == 1
+
+
+def test_throughput_inverse_is_the_nearest_batch_by_brute_force() -> None:
+    models = given(0.37, 5.3, c=1000.0, d=0.0, capacity=300_000)
+    sizes = np.arange(1, models.max_batch_size() + 1)
+    throughputs = 1000.0 * sizes / (0.37 * sizes + 5.3)
+    for target in np.linspace(1.0, 1000.0 / 0.37 * 1.1, 97):
+        nearest = int(sizes[np.argmin(np.abs(throughputs - target))])
+        assert abs(models.batch_size_for_throughput(float(target)) - nearest) <= 1
+
+
+# ---- knee ----------------------------------------------------------------------------------
+def brute_force_knee(a: float, b: float, limit: int) -> int | None:
+    """Smallest x with T(2x) < (1+g)·T(x), in exact rational arithmetic on the same floats."""
+    fa, fb, gain = Fraction(a), Fraction(b), Fraction(KNEE_GAIN)
+    for x in range(1, limit + 1):
+        t1 = Fraction(x) / (fa * x + fb)
+        t2 = Fraction(2 * x) / (fa * 2 * x + fb)
+        if t2 < (1 + gain) * t1:
+            return x
+    return None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [(0.5, 4.3), (0.013, 2.7), (1.7, 0.9), (0.29, 31.0), (2.0, 0.0), (0.4, -2.0), (5e-3, 1.1)],
+)
+def test_knee_matches_brute_force_search(a: float, b: float) -> None:
+    models = given(a, b, c=1.0, d=0.0, capacity=10**7)
+    expected = brute_force_knee(a, b, models.max_batch_size())
+    bound = b * (1 - KNEE_GAIN) / (2 * KNEE_GAIN * a)
+    if abs(bound - round(bound)) < 1e-6 and b > 0:  # float rounding at an exact boundary
+        assert abs(models.knee_batch_size - expected) <= 1
+    else:
+        assert models.knee_batch_size == expected
+
+
+def test_knee_beyond_capacity_is_none_and_knee_properties_hold() -> None:
+    assert given(0.01, 100.0, c=1e6, d=0.0, capacity=10**8).knee_batch_size is None
+    models = given(0.5, 4.3)
+    knee = models.knee_batch_size
+    gain = models.predict_throughput(2 * knee) / models.predict_throughput(knee)
+    before = models.predict_throughput(2 * knee - 2) / models.predict_throughput(knee - 1)
+    assert gain < 1 + KNEE_GAIN <= before
+
+
+# ---- serialisation -------------------------------------------------------------------------
+def test_to_dict_round_trips_and_is_strict_json() -> None:
+    for models in (
+        exact_models(),
+        given(2.0, -1.5),
+        exact_models(sizes=(8, 16)),
+        PerformanceModels.from_samples([4, 8, 16], [9.0, 8.0, 7.0], [3, 2, 1], GIB),
+    ):
+        data = json.loads(json.dumps(models.to_dict(), allow_nan=False))
+        back = PerformanceModels.from_dict(data)
+        assert back == models
+        assert back.to_dict() == models.to_dict()
+
+
+def test_dict_layout_keeps_the_keys_the_widget_reads() -> None:
+    data = exact_models().to_dict()
+    assert {
+        "time",
+        "memory",
+        "capacity_bytes",
+        "can_manipulate",
+        "reason",
+        "knee_batch_size",
+        "max_throughput",
+        "max_batch_size",
+    } <= data.keys()
+    assert set(data["time"]) == {"slope", "intercept", "r2", "residuals"}
+    assert data["max_batch_size"] == exact_models().max_batch_size()
+    assert PerformanceModels.from_dict({**data, "added_later": 1}) == exact_models()
+
+
+def test_shared_fixture_for_the_javascript_mirror_is_current() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "make_models_cases", FIXTURES / "make_models_cases.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    committed = (FIXTURES / "models_cases.json").read_text(encoding="utf-8")
+    assert committed == module.render(), "run: python tests/fixtures/make_models_cases.py"
+    cases = json.loads(committed)["cases"]
+    assert {c["name"] for c in cases} >= {"exact", "negative_time_intercept", "too_few_points"}

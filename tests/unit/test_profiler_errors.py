@@ -1,0 +1,196 @@
+"""Bad input: each mistake gives a clear exception naming the user's function and where it is."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from skyline_nb import cells
+from skyline_nb.profiler.errors import (
+    InputTypeError,
+    ProviderError,
+    ProviderSignatureError,
+    StartingBatchOOMError,
+)
+from skyline_nb.profiler.session import profile
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def model_provider():
+    return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def input_provider(batch_size=4):
+    return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
+
+
+def iteration_provider(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def iteration(x, y):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return iteration
+
+
+def run(model=model_provider, inputs=input_provider, iteration=iteration_provider, **kwargs):
+    kwargs.setdefault("device", "cpu")
+    kwargs.setdefault("predict", False)
+    return profile(model, inputs, iteration, **kwargs)
+
+
+@pytest.mark.parametrize("which", ["model", "inputs", "iteration"])
+def test_missing_or_not_callable_providers(which):
+    with pytest.raises(ProviderSignatureError, match=r"no .* provider was given"):
+        run(**{which: None})
+    with pytest.raises(ProviderSignatureError, match="must be a function, not int"):
+        run(**{which: 3})
+
+
+def test_wrong_signatures_name_the_function_and_file():
+    def needs_args(depth):
+        return model_provider()
+
+    with pytest.raises(ProviderSignatureError, match=r"needs_args .*test_profiler_errors\.py"):
+        run(model=needs_args)
+
+    def no_batch_size(size=4):
+        return input_provider(size)
+
+    with pytest.raises(ProviderSignatureError, match="needs a `batch_size` parameter"):
+        run(inputs=no_batch_size)
+
+    def float_default(batch_size=4.0):
+        return input_provider(int(batch_size))
+
+    with pytest.raises(ProviderSignatureError, match=r"batch_size default 4.0"):
+        run(inputs=float_default)
+
+    def two_args(model, optimizer):
+        return iteration_provider(model)
+
+    with pytest.raises(ProviderSignatureError, match="exactly one argument"):
+        run(iteration=two_args)
+
+
+def test_no_default_batch_size_needs_the_argument():
+    def no_default(batch_size):
+        return input_provider(batch_size)
+
+    with pytest.raises(ProviderSignatureError, match="no batch size"):
+        run(inputs=no_default)
+    assert run(inputs=no_default, batch_size=3).batch_size == 3
+    with pytest.raises(ValueError, match="positive integer"):
+        run(batch_size=0)
+
+
+@pytest.mark.parametrize("value", [5, "x", None, ("a", "b"), [1.0, 2.0]])
+def test_non_tensor_inputs(value):
+    with pytest.raises(InputTypeError, match=r"the input provider .* returned"):
+        run(inputs=lambda batch_size=4: value)
+
+
+def test_dict_and_single_tensor_inputs_are_accepted():
+    def dict_iteration_provider(model):
+        def iteration(x):
+            model(x).sum().backward()
+
+        return iteration
+
+    report = run(inputs=lambda batch_size=4: {"x": torch.randn(batch_size, 8)},
+                 iteration=dict_iteration_provider)
+    assert report.tree.backward_ms > 0
+    report = run(inputs=lambda batch_size=4: torch.randn(batch_size, 8),
+                 iteration=dict_iteration_provider)
+    assert report.batch_size == 4
+
+
+def test_model_provider_must_return_a_module():
+    with pytest.raises(ProviderError, match=r"returned Tensor; it must return a torch\.nn\.Module"):
+        run(model=lambda: torch.zeros(3))
+
+
+def test_provider_exceptions_are_wrapped_with_their_cause():
+    def broken_inputs(batch_size=4):
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(ProviderError, match=r"broken_inputs .* raised RuntimeError: disk on fire"):
+        run(inputs=broken_inputs)
+
+    def shape_mismatch(batch_size=4):
+        return torch.randn(batch_size, 7), torch.zeros(batch_size, dtype=torch.long)
+
+    with pytest.raises(ProviderError, match=r"the iteration .*iteration_provider.* raised") as err:
+        run(inputs=shape_mismatch)
+    assert isinstance(err.value.__cause__, RuntimeError)
+
+
+def test_errors_name_the_notebook_cell_and_line():
+    code_name = "/tmp/ipykernel_test/cell_errors.py"
+    source = "\n\ndef cell_model():\n    raise ValueError('bad layer')\n"
+    cells.register(code_name, "cell-42", source, first_line=2)
+    namespace: dict = {}
+    exec(compile(source, code_name, "exec"), namespace)
+    with pytest.raises(ProviderError, match=re.escape("cell_model (cell cell-42, line 4)")):
+        run(model=namespace["cell_model"])
+
+
+def test_forward_only_iteration_has_no_backward():
+    def forward_only(model):
+        def iteration(x, y):
+            with torch.no_grad():
+                model(x)
+
+        return iteration
+
+    report = run(iteration=forward_only)
+    assert all(node.backward_ms is None for node in report.tree.walk())
+    assert report.categories["grads"] == 0 and report.categories["activations"] == 0
+    assert report.tree.find("[optimizer]") is None
+    assert report.tree.forward_ms == pytest.approx(report.iteration_ms)
+
+
+def test_nan_loss_is_a_warning():
+    def nan_iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def iteration(x, y):
+            optimizer.zero_grad()
+            loss = model(x).sum() * float("nan")
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        return iteration
+
+    report = run(iteration=nan_iteration_provider)
+    assert any("NaN/inf loss" in w for w in report.warnings)
+    assert any("parameter(s) hold NaN/inf" in w for w in report.warnings)
+
+
+def test_oom_at_the_starting_batch_size():
+    with pytest.raises(StartingBatchOOMError, match="batch size 4 does not fit"):
+        run(memory_budget=1000)
+
+
+def test_bad_device():
+    with pytest.raises(ValueError, match="not a torch device"):
+        run(device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="is_available"):
+            run(device="cuda")

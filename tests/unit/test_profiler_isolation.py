@@ -1,0 +1,145 @@
+"""profile() leaves the user's session exactly as it found it, whether it returns or raises.
+
+Checked after every outcome: the user's model and parameters, RNG states (torch, Python,
+NumPy), grad mode, global torch flags, global module/optimizer hooks, dispatch and function
+modes. KeyboardInterrupt raised from inside the iteration (during level 1 and during the
+instrumented runs) must propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy
+import pytest
+import torch
+from torch import nn
+
+from skyline_nb.examples import cnn
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.errors import ProviderError
+from skyline_nb.profiler.session import profile
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def snapshot() -> dict:
+    return {
+        "torch_rng": torch.random.get_rng_state(),
+        "python_rng": random.getstate(),
+        "numpy_rng": numpy.random.get_state()[1].copy(),
+        "grad": torch.is_grad_enabled(),
+        "flags": {name: get() for name, (get, _set) in tp.backend_flags().items()},
+        "module_hooks": tp.global_module_hook_counts(),
+        "optimizer_hooks": tp.global_optimizer_hook_counts(),
+        "dispatch": tp.dispatch_stack_depth(),
+        "function": tp.function_stack_depth(),
+    }
+
+
+def assert_same(before: dict, after: dict) -> None:
+    assert torch.equal(before["torch_rng"], after["torch_rng"])
+    assert numpy.array_equal(before["numpy_rng"], after["numpy_rng"])
+    for key in ("python_rng", "grad", "flags", "module_hooks", "optimizer_hooks", "dispatch",
+                "function"):
+        assert before[key] == after[key], key
+
+
+USER_MODEL = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+
+def user_model_provider():
+    """Hands out the user's own object, as a careless provider would."""
+    return USER_MODEL
+
+
+def inputs(batch_size=4):
+    return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
+
+
+HOOKS_BEFORE = sum(tp.global_module_hook_counts().values())
+
+
+def in_instrumented_run() -> bool:
+    """True inside level 2/3, where the profiler's global module hooks are installed."""
+    return sum(tp.global_module_hook_counts().values()) > HOOKS_BEFORE
+
+
+def make_iteration_provider(fail_on_call=None, exception=KeyboardInterrupt):
+    """``fail_on_call``: a call number, "instrumented" (first call under the tracker) or None."""
+    calls = {"n": 0}
+
+    def iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+        torch.backends.cudnn.benchmark = True  # a provider flipping a global flag
+        torch.set_float32_matmul_precision("medium")
+
+        def iteration(x, y):
+            calls["n"] += 1
+            if calls["n"] == fail_on_call or (
+                fail_on_call == "instrumented" and in_instrumented_run()
+            ):
+                raise exception("stop")
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+        return iteration
+
+    return iteration_provider, calls
+
+
+def run(iteration_provider, model_provider=user_model_provider):
+    return profile(model_provider, inputs, iteration_provider, device="cpu", predict=False)
+
+
+def test_user_model_and_session_untouched_after_return():
+    weights = {k: v.clone() for k, v in USER_MODEL.state_dict().items()}
+    before = snapshot()
+    provider, calls = make_iteration_provider()
+    report = run(provider)
+    assert calls["n"] > 5 and report.iteration_ms > 0
+    assert_same(before, snapshot())
+    for key, value in USER_MODEL.state_dict().items():
+        assert torch.equal(value, weights[key]), key
+    assert all(p.grad is None for p in USER_MODEL.parameters())
+
+
+@pytest.mark.parametrize("fail_on_call", [1, 4, "instrumented"])
+def test_keyboard_interrupt_inside_the_iteration_propagates_and_restores(fail_on_call):
+    # call 1: first warm-up (CPU live-storage tracker active); 4: level-1 timing blocks
+    weights = {k: v.clone() for k, v in USER_MODEL.state_dict().items()}
+    before = snapshot()
+    provider, calls = make_iteration_provider(fail_on_call)
+    with pytest.raises(KeyboardInterrupt):
+        run(provider)
+    assert calls["n"] == fail_on_call or fail_on_call == "instrumented"
+    assert_same(before, snapshot())
+    for key, value in USER_MODEL.state_dict().items():
+        assert torch.equal(value, weights[key]), key
+
+
+def test_user_exception_is_wrapped_and_session_restored():
+    before = snapshot()
+    provider, _calls = make_iteration_provider("instrumented", exception=ValueError)
+    with pytest.raises(ProviderError, match="raised ValueError: stop") as info:
+        run(provider)
+    assert isinstance(info.value.__cause__, ValueError)
+    assert_same(before, snapshot())
+
+
+def test_grad_mode_is_restored_when_called_under_no_grad():
+    with torch.no_grad():
+        report = profile(
+            cnn.skyline_model_provider, cnn.skyline_input_provider,
+            cnn.skyline_iteration_provider, batch_size=2, device="cpu", predict=False,
+        )
+        assert not torch.is_grad_enabled()
+    assert report.tree.backward_ms is not None and report.tree.backward_ms > 0

@@ -1,0 +1,69 @@
+"""Level 1 and the CPU live-storage tracker; predictions through the sampling contract."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skyline_nb.examples import mlp
+from skyline_nb.profiler import measure_iteration
+from skyline_nb.profiler.device import CPUOutOfMemoryError
+from skyline_nb.profiler.memory import LiveStorageTracker
+from skyline_nb.profiler.session import profile
+from skyline_nb.report import Sample
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_live_storage_tracker_is_byte_exact():
+    tracker = LiveStorageTracker(torch.device("cpu"))
+    with tracker:
+        a = torch.empty(1000, dtype=torch.float32)  # 4000 bytes
+        b = torch.empty(250, dtype=torch.float64)  # 2000 bytes
+        view = a[10:20]  # same storage: not counted again
+        a.add_(1)  # in place: no new storage
+        del b
+        c = torch.empty(100, dtype=torch.int8)
+        assert tracker.live == 4000 + 100
+    assert tracker.peak == 6000
+    del a, view, c
+    assert tracker.live == 0
+    tracker.close()
+
+
+def test_live_storage_tracker_enforces_a_budget():
+    tracker = LiveStorageTracker(torch.device("cpu"), budget=5000)
+    with pytest.raises(CPUOutOfMemoryError), tracker:
+        keep = [torch.empty(1000) for _ in range(3)]  # noqa: F841 - held on purpose
+    tracker.close()
+
+
+def test_measure_iteration_is_a_sample():
+    sample = measure_iteration(
+        mlp.skyline_model_provider, mlp.skyline_input_provider, mlp.skyline_iteration_provider,
+        8, "cpu",
+    )
+    assert isinstance(sample, Sample) and sample.batch_size == 8
+    assert sample.iteration_ms > 0
+    weights = sum(p.numel() * 4 for p in mlp.skyline_model_provider().parameters())
+    # weights + grads + momentum, at least
+    assert sample.peak_bytes >= 3 * weights
+
+
+def test_profile_with_predictions():
+    report = profile(
+        mlp.skyline_model_provider, mlp.skyline_input_provider, mlp.skyline_iteration_provider,
+        batch_size=8, device="cpu", memory_budget=1 << 30,
+    )
+    sizes = [s.batch_size for s in report.samples]
+    assert 8 in sizes and len(set(sizes)) >= 3
+    assert report.models is not None
+    assert report.models.memory is not None and report.models.memory.slope > 0
+    assert report.device.capacity_bytes == 1 << 30
