@@ -46,13 +46,15 @@ def independent_peak(example, batch_size: int, device: str) -> int:
         if device == "cuda":
             torch.cuda.synchronize()
         del model, batch, iteration
-    field = "device_memory_usage" if device == "cuda" else "cpu_memory_usage"
+    wanted = "CUDA" if device == "cuda" else "CPU"
     events = sorted(
-        (e for e in prof.events() if e.name == "[memory]"), key=lambda e: e.time_range.start
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and str(e.device_type()).endswith(wanted)
     )
     live = peak = 0
-    for event in events:
-        live += getattr(event, field, 0) or getattr(event, "cuda_memory_usage", 0)
+    for _start, nbytes in events:
+        live += nbytes
         peak = max(peak, live)
     return peak
 
@@ -107,7 +109,9 @@ def main() -> None:
         for batch_size in args.batches:
             r = row(name, batch_size, args.device)
             bar = WALL_BARS_S.get(name)
-            mark = "" if bar is None or batch_size != 32 else ("ok" if r["wall_s"] <= bar else "OVER")
+            mark = ""
+            if bar is not None and batch_size == 32:
+                mark = "ok" if r["wall_s"] <= bar else "OVER"
             print(f"{name:<12}{batch_size:>6}{r['iteration_ms']:>10.2f}{r['wall_s']:>8.2f}"
                   f"{mark:>6}{r['overhead_pct']:>8.1f}{r['untracked_time_pct']:>9.1f}"
                   f"{r['untracked_mem_pct']:>9.1f}{r['peak_mib']:>10.2f}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skyline_nb import source as source_edit
+from skyline_nb.export.snapshot import snapshot_html
 from skyline_nb.report import BatchSizeSource, Report
 from skyline_nb.widget import SkylineWidget
 
@@ -53,12 +54,23 @@ class LiveProfile:
         self.widget = SkylineWidget()
         self.widget.on_msg(self._on_msg)
         self._handle: Any = None
+        self._snapshot: Any = None
 
     def show(self) -> None:
-        """Display the widget now (progress shows while profiling) through a display handle."""
+        """Display the widget now (progress shows while profiling), then its static snapshot.
+
+        The snapshot is a second output, ``text/html`` only: viewers without the widget (GitHub,
+        nbconvert, a notebook reopened with no widget state) show it, and the widget's CSS hides
+        it wherever the widget itself renders. Both go through display handles so the saved
+        outputs follow the latest report.
+        """
         from IPython.display import display
 
         self._handle = display(self.widget, display_id=True)
+        self._snapshot = display(self._snapshot_bundle(), raw=True, display_id=True)
+
+    def _snapshot_bundle(self) -> dict[str, str]:
+        return {"text/html": snapshot_html(self.widget.report)}
 
     # ---- profiling ----------------------------------------------------------------------
     def run(self, batch_size: int | None = None) -> Report:
@@ -93,7 +105,8 @@ class LiveProfile:
         self.widget.edit_target = _edit_target(report.source)
         self.widget.status = ""
         if self._handle is not None:
-            self._handle.update(self.widget)  # the saved static snapshot follows the report
+            self._handle.update(self.widget)  # the saved text/plain follows the report
+            self._snapshot.update(self._snapshot_bundle(), raw=True)
         return report
 
     def _locate(self, batch_size: int) -> BatchSizeSource:

@@ -11,6 +11,7 @@ Units: times in milliseconds (floats, as Skyline's reports), sizes in bytes (int
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -167,6 +168,8 @@ class Report:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Report:
+        if not isinstance(data, dict):
+            raise ReportFormatError(f"a report is a JSON object, not {type(data).__name__}")
         version = data.get("schema_version")
         if version != SCHEMA_VERSION:
             raise ReportFormatError(
@@ -201,14 +204,27 @@ class Report:
                 warnings=list(data.get("warnings", [])),
                 torch_version=data.get("torch_version", ""),
             )
-        except (KeyError, TypeError) as exc:
-            raise ReportFormatError(f"malformed report: {exc}") from exc
+        except ReportFormatError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ReportFormatError(f"malformed report: {type(exc).__name__}: {exc}") from exc
 
-    def to_json(self, path: str | Path | None = None) -> str:
-        """Compact JSON text; written to ``path`` too when given."""
-        text = json.dumps(self.to_dict(), separators=(",", ":"), allow_nan=False)
+    def to_json(self, path: str | Path | None = None, *, overwrite: bool = True) -> str:
+        """Compact JSON text; written atomically to ``path`` too when given.
+
+        NaN and infinity are not JSON: a report holding one is refused, naming the fields.
+        """
+        data = self.to_dict()
+        try:
+            text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:
+            fields = ", ".join(_non_finite(data, "report")) or str(exc)
+            raise ReportFormatError(f"not JSON-representable (NaN or infinity): {fields}") from exc
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
+            from skyline_nb.export import atomic_output
+
+            with atomic_output(path, overwrite=overwrite) as temp:
+                temp.write_text(text, encoding="utf-8")
         return text
 
     @classmethod
@@ -223,11 +239,23 @@ class Report:
 
         return save_html(self.to_dict(), Path(path), title)
 
-    def save_sqlite(self, path: str | Path, kind: str = "time") -> Path:
+    def save_sqlite(self, path: str | Path, kind: str = "time", *, overwrite: bool = False) -> Path:
         """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas)."""
         from skyline_nb.export.sqlite import save_report
 
-        return save_report(self, Path(path), kind)
+        return save_report(self, Path(path), kind, overwrite=overwrite)
+
+
+def _non_finite(value: Any, where: str) -> Iterator[str]:
+    """The dotted paths of NaN/infinite floats in a ``to_dict()`` tree (for error messages)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield f"{where}={value}"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _non_finite(item, f"{where}[{i}]")
 
 
 def _frames(items: list[dict[str, Any]]) -> list[Frame]:

@@ -12,7 +12,13 @@
 //   * when no open notebook holds the cell it leaves the event alone (the widget falls back to
 //     its other ways of editing) and still sets detail.result = {ok: false, message}.
 
+//
+// Before editing, the widget may ask for the cell's current text with a READ_EVENT whose
+// detail is {cellId}; the extension calls preventDefault() and sets detail.source when it
+// found the cell (so the literal can be re-located after the user typed in the cell).
+
 export const EDIT_EVENT = "skyline-edit-source";
+export const READ_EVENT = "skyline-read-source";
 
 // Why `detail` cannot be applied to a source of length `length`, or "" when it can.
 export function invalidDetail(detail, length) {

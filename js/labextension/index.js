@@ -1,7 +1,7 @@
 // skyline-nb companion plugin for JupyterLab 4 and Notebook 7: applies the skyline widget's
 // batch-size edits to the notebook cell, by cell id, as one undo step. No runtime dependency:
 // the app is reached through `app.shell`, and the protocol lives in edit.js.
-import { EDIT_EVENT, applyEdit, findCell, invalidDetail } from "./edit.js";
+import { EDIT_EVENT, READ_EVENT, applyEdit, findCell, invalidDetail } from "./edit.js";
 
 function mainAreaWidgets(shell) {
   const widgets = typeof shell.widgets === "function" ? [...shell.widgets("main")] : [];
@@ -34,6 +34,18 @@ function onEditSource(app, event) {
   }
 }
 
+// Answer a read request with the cell's current source, so the widget can re-locate the literal
+// (by AST, in the kernel) when the user typed since profiling, before it asks for an edit.
+function onReadSource(app, event) {
+  if (event.defaultPrevented) return;
+  const detail = event.detail;
+  if (!detail || typeof detail !== "object" || typeof detail.cellId !== "string") return;
+  const cell = findCell(mainAreaWidgets(app.shell), event.target, detail.cellId);
+  if (!cell) return;
+  event.preventDefault();
+  detail.source = cell.getSource();
+}
+
 const plugin = {
   id: "skyline-nb:edit-source",
   description: "Applies skyline_nb widget edits (the batch size) to the notebook cell source.",
@@ -41,6 +53,7 @@ const plugin = {
   requires: [],
   activate(app) {
     document.addEventListener(EDIT_EVENT, (event) => onEditSource(app, event));
+    document.addEventListener(READ_EVENT, (event) => onReadSource(app, event));
   },
 };
 

@@ -53,7 +53,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const actions = createActions({ model, predictor, signal, getBatch: () => batch });
   bars.el.append(actions.el);
 
-  const el_ = h("div", { class: "sk-report" }, [
+  const root = h("div", { class: "sk-report" }, [
     h("div", { class: "sk-main" }, [
       bars.el,
       h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el]),
@@ -174,7 +174,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   showLevel();
 
   return {
-    el: el_,
+    el: root,
     get drillPath() {
       return nav.atTop ? null : nav.current.path;
     },

@@ -7,7 +7,7 @@ import { fakeModel, loadReport, mount } from "./helpers.js";
 let view;
 afterEach(() => view?.unmount());
 
-describe.each(["small", "large"])("report_%s renders every part", (name) => {
+describe.each(["small", "large", "cnn"])("report_%s renders every part", (name) => {
   test("header, bars, breakdowns, navigation, code view", () => {
     const report = loadReport(name);
     view = mount({ report });

@@ -1,9 +1,11 @@
 """A static picture of a report: headline numbers plus inline SVG bars, as one HTML fragment.
 
-The widget puts it in its MIME bundle as ``text/html`` beside the widget view, so viewers that
-cannot run widgets (GitHub, nbconvert without widget state, a notebook opened with no kernel and
-no extension) still show the profile. It needs nothing: no script, no font, no network. Every
-user string (module names, device names) passes through ``html.escape``.
+The magic displays it as its own ``text/html`` output right after the widget, so viewers that
+cannot run the widget (GitHub, nbconvert — which renders a saved widget view through a CDN
+script, i.e. nothing offline — and notebooks reopened without widget state) still show the
+profile. The widget's stylesheet hides the ``.skyline-nb-snapshot`` output wherever the widget
+renders. It needs nothing: no script, no font, no network. Every user string (module names,
+device names) passes through ``html.escape``.
 """
 
 from __future__ import annotations

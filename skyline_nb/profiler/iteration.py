@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skyline_nb.profiler.device import Device, resolve_device
+from skyline_nb.profiler.device import CPUOutOfMemoryError, Device, resolve_device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.providers import Trial, build_trial, load_providers
 from skyline_nb.profiler.stacks import UserCode, default_project_root
@@ -87,15 +87,7 @@ def measure_level1(
             for _ in range(warmup - 1):
                 trial.step()
         else:
-            tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
-            try:
-                with tracker:
-                    trial = build()
-                    trial.step()
-                    trial.step()
-                peak = tracker.peak
-            finally:
-                tracker.close()
+            trial, peak = _tracked_warmup(build, device)
             for _ in range(warmup - 3):
                 trial.step()
         first_ms, value = _time_block(trial, device, 1)  # the last warm-up sizes the blocks
@@ -123,6 +115,41 @@ def measure_level1(
         raise
     finally:
         del trial
+
+
+def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, int]:
+    """CPU: build + two iterations under the live-storage tracker and the allocator's events.
+
+    The tracker enforces a memory budget as the iteration runs; the allocator's running sum
+    adds what kernels allocate internally (invisible to a dispatch mode). The peak is the
+    larger of the two; without the allocator events (a profiler already running), the tracker's.
+    """
+    from skyline_nb.profiler import torch_private as tp
+
+    tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
+    try:
+        allocator = tp.allocator_events_profiler()
+        allocator.__enter__()
+    except RuntimeError:  # the user is profiling already: nested profilers are refused
+        allocator = None
+    try:
+        with tracker:
+            trial = build()
+            trial.step()
+            trial.step()
+    finally:
+        tracker.close()
+        if allocator is not None:
+            allocator.__exit__(None, None, None)
+    peak = tracker.peak
+    if allocator is not None:
+        peak = max(peak, tp.allocator_peak_bytes(allocator))
+    if device.memory_budget is not None and peak > device.memory_budget:
+        raise CPUOutOfMemoryError(
+            f"the iteration needs {peak} bytes, more than the CPU memory budget of "
+            f"{device.memory_budget} bytes"
+        )
+    return trial, peak
 
 
 def _block_size(iteration_ms: float) -> int:

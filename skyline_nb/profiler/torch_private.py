@@ -216,3 +216,32 @@ def _fp32_precision_owners() -> list[Any]:
         if owner is not None and hasattr(owner, "fp32_precision"):
             owners.append(owner)
     return owners
+
+
+def allocator_events_profiler() -> Any:
+    """A torch.profiler that records only what the CPU allocator reports (profile_memory).
+
+    Kernel-internal scratch (oneDNN convolution workspaces, ...) is allocated below the
+    dispatcher, so a dispatch-mode tracker cannot see it; the allocator reports it here.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    return profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False)
+
+
+def allocator_peak_bytes(prof: Any, device_suffix: str = "CPU") -> int:
+    """Max running sum of the allocator's [memory] events, in time order.
+
+    Frees of blocks allocated before the profiler started are not reported by torch, so the
+    sum starts at zero at the window's start.
+    """
+    events = sorted(
+        (event.start_ns(), event.nbytes())
+        for event in prof.profiler.kineto_results.events()
+        if event.name() == "[memory]" and str(event.device_type()).endswith(device_suffix)
+    )
+    live = peak = 0
+    for _start, nbytes in events:
+        live += nbytes
+        peak = max(peak, live)
+    return peak

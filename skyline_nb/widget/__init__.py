@@ -45,13 +45,13 @@ class SkylineWidget(anywidget.AnyWidget):
         super().__init__(report=report or {}, **kwargs)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The widget view, plus a static snapshot for viewers that cannot run widgets.
+        """The widget view plus a ``text/plain`` summary of the headline numbers.
 
-        ``text/html`` (inline SVG, no script) is what GitHub and nbconvert show;
-        ``text/plain`` is the headline numbers. Displayed through a display handle, the magic
-        re-sends this bundle once the report is in, so the saved output is never stale.
+        The static picture for viewers without widgets is a separate output
+        (``skyline_nb.export.snapshot``): nbconvert prefers the widget view whenever the widget
+        state is saved, so a ``text/html`` inside this bundle would never be shown there.
         """
-        from skyline_nb.export.snapshot import headline, snapshot_html
+        from skyline_nb.export.snapshot import headline
 
         bundle = super()._repr_mimebundle_(**kwargs)  # anywidget: (data, metadata)
         data, metadata = bundle if isinstance(bundle, tuple) else (bundle or {}, {})
@@ -60,5 +60,4 @@ class SkylineWidget(anywidget.AnyWidget):
             data["text/plain"] = "Skyline profile: " + headline(self.report)
         elif self.error:
             data["text/plain"] = "Skyline profile failed: " + self.error
-        data["text/html"] = snapshot_html(self.report)
         return data, metadata

@@ -81,8 +81,7 @@ def _aria_now(widget, bar: str) -> float:
     return float(_part(widget, f"{bar}-bar").get_attribute("aria-valuenow"))
 
 
-@pytest.mark.parametrize("frontend", ["lab"])
-def test_renders_all_parts_with_tooltip_and_linked_highlight(notebook):
+def test_renders_all_parts_with_tooltip_and_linked_highlight(notebook):  # Lab and Notebook 7
     widget = _open_widget(notebook)
     for name in ("throughput-bar", "memory-bar", "predicted-batch-size", "breakdown-time",
                  "breakdown-memory", "back", "top", "breadcrumb", "code-view"):  # fmt: skip
