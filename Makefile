@@ -23,8 +23,11 @@ $(VENV)/.torch: | $(BIN)/python
 	$(BIN)/pip install -q "$(TORCH_SPEC)"
 	touch $@
 
+# Not `npm ci`: the npm mirror here lacks some other platforms' optional binaries (rspack's
+# darwin/win32 builds), which `npm ci` insists on finding in the lock; `install --no-save`
+# installs exactly the locked versions for this platform and leaves the lock untouched.
 node_modules/.package-lock.json: package-lock.json
-	npm ci --no-audit --no-fund
+	npm install --no-save --no-audit --no-fund
 	touch $@
 
 $(WIDGET_BUNDLE): node_modules/.package-lock.json $(JS_SRC)
