@@ -56,6 +56,7 @@ class Row:
     held_out: list[int] = field(default_factory=list)
     time_errors: list[float] = field(default_factory=list)  # signed, %, per held-out size
     memory_errors: list[float] = field(default_factory=list)
+    spread: list[float] = field(default_factory=list)  # (max − min) / median of the repeats, %
     sampling_s: float = 0.0
     profile_s: float = 0.0
     r2_time: float = float("nan")
@@ -144,7 +145,10 @@ def run_one(name: str, start: int, device: Any, capacity: int,
     largest = max(s.batch_size for s in by_size_collected)  # bracket extras do not widen it
     row.held_out = sorted({round(largest * f) for f in HELD_OUT} - set(row.samples))
     for batch in row.held_out:
-        actual = median_of([measure(batch) for _ in range(repeats)])
+        runs = [measure(batch) for _ in range(repeats)]
+        actual = median_of(runs)
+        times = [r.iteration_ms for r in runs]
+        row.spread.append(100.0 * (max(times) - min(times)) / actual.iteration_ms)
         row.raw_held_out.append([batch, actual.iteration_ms, actual.peak_bytes])
         row.time_errors.append(
             100.0 * (models.predict_iteration_ms(batch) - actual.iteration_ms) / actual.iteration_ms
@@ -182,31 +186,38 @@ def header(args: argparse.Namespace, device_name: str, use_profile: bool) -> str
         "bracket: none (samples exactly as profile(..., predict=True) takes them)",
         "profile: " + ("skyline_nb.profile(..., predict=False), levels 1-3" if use_profile else
                        "level 1 only (skyline_nb.profile unavailable): ratio is an upper bound"),
-        "errors:  (predicted − measured) / measured at held-out sizes, |mean| and |max| in %",
+        "errors:  (predicted − measured) / measured at held-out sizes, |mean| and |max| in %;"
+        " spread: (max − min) / median of the repeated measurements at those sizes, the noise"
+        " floor no model can beat",
     ])
 
 
 def table(rows: list[Row], kind: str) -> str:
     time_bar, memory_bar = BARS[kind]
     lines = [
-        "| model | start | samples | held-out | time mean % | time max % | mem mean % | "
-        "mem max % | R² time | sampling s | profile s | ratio | bars |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| model | start | samples | held-out | time mean % | time max % | spread % | "
+        "mem mean % | mem max % | R² time | sampling s | profile s | ratio | bars |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.reason:
             lines.append(f"| {r.model} | {r.start} | {r.samples} | — | {r.reason} |"
-                         + " |" * 8)
+                         + " |" * 9)
             continue
         ratio = r.sampling_s / r.profile_s if r.profile_s else float("nan")
-        ok = (mean_abs(r.time_errors) <= time_bar and mean_abs(r.memory_errors) <= memory_bar
-              and ratio <= SAMPLING_BAR)
+        failed = [what for what, fine in (
+            ("time", mean_abs(r.time_errors) <= time_bar),
+            ("memory", mean_abs(r.memory_errors) <= memory_bar),
+            ("cost", ratio <= SAMPLING_BAR),
+        ) if not fine]
         lines.append(
             f"| {r.model} | {r.start} | {','.join(map(str, r.samples))} | "
             f"{','.join(map(str, r.held_out))} | {mean_abs(r.time_errors):.1f} | "
-            f"{max_abs(r.time_errors):.1f} | {mean_abs(r.memory_errors):.2f} | "
+            f"{max_abs(r.time_errors):.1f} | {mean_abs(r.spread):.1f} | "
+            f"{mean_abs(r.memory_errors):.2f} | "
             f"{max_abs(r.memory_errors):.2f} | {r.r2_time:.4f} | {r.sampling_s:.2f} | "
-            f"{r.profile_s:.2f} | {ratio:.2f} | {'pass' if ok else 'FAIL'} |"
+            f"{r.profile_s:.2f} | {ratio:.2f} | "
+            f"{'FAIL ' + '+'.join(failed) if failed else 'pass'} |"
         )
     lines.append("")
     lines.append("signed time errors % per held-out size (negative: the line predicts too little):")
@@ -232,7 +243,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="also sample at these multiples of the start (e.g. 16), to see "
                              "what bracketing the held-out range buys and costs")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's)")
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     models = args.models or (QUICK_MODELS if args.quick else MODELS)
     starts = args.starts or ([8] if args.quick else [8, 16])
 

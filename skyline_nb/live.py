@@ -51,7 +51,7 @@ class LiveProfile:
         self.cell = cell
         self._profile_fn = profile_fn
         self.report: Report | None = None
-        self.widget = SkylineWidget()
+        self.widget = SkylineWidget(live=True)
         self.widget.on_msg(self._on_msg)
         self._handle: Any = None
         self._snapshot: Any = None

@@ -7,7 +7,7 @@ names in the user's namespace, finds the cell that defines the input provider (t
 
 from __future__ import annotations
 
-import re
+import argparse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,24 +16,21 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from skyline_nb import cells
+from skyline_nb import cells, cli
 from skyline_nb import source as source_edit
 from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
 from skyline_nb.report import Report
 
 PREFIXES = ("skyline", "deepview")
 ROLES = {"model": "model_provider", "input": "input_provider", "iteration": "iteration_provider"}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?)b?\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str) -> int:
-    """'8GiB' -> 8·2**30, '512MB' -> 512·10**6, '1000' -> 1000 bytes."""
-    match = _SIZE.match(text)
-    if not match:
-        raise UsageError(f"--memory-budget {text!r}: expected a size like 8GiB, 512MB or 1000000")
-    number, unit, binary = match.groups()
-    power = "kmgt".find(unit.lower()) + 1 if unit else 0
-    return int(float(number) * (1024 if binary or not unit else 1000) ** power)
+    """'8GiB' -> 8·2**30, '512MB' -> 512·10**6 (the CLI's rules), as a UsageError when bad."""
+    try:
+        return cli.parse_size(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"--memory-budget: {exc}") from None
 
 
 @magics_class

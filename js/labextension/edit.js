@@ -53,9 +53,18 @@ export function applyEdit(cell, detail) {
         `at ${start}-${end}, found ${JSON.stringify(found)}. Re-run the cell and try again.`,
     };
   }
-  // updateSource is one Yjs transaction, hence one undo step in the cell's editor.
+  // updateSource is one Yjs transaction; stopping the undo manager's capture around it keeps
+  // it one undo step of its own (Yjs merges changes less than 500 ms apart: two quick drags,
+  // or a drag right after typing, would otherwise undo together).
+  stopCapturing(cell);
   cell.updateSource(start, end, text);
+  stopCapturing(cell);
   return { ok: true, message: `Replaced ${JSON.stringify(expected)} by ${JSON.stringify(text)}.` };
+}
+
+function stopCapturing(cell) {
+  const undo = cell.undoManager;
+  if (undo && typeof undo.stopCapturing === "function") undo.stopCapturing();
 }
 
 // The shared notebook model of a main-area widget, if it is a notebook panel (duck-typed, so

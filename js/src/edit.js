@@ -2,10 +2,13 @@
 // (DESIGN.md, "Editing the source cell"):
 //  (a) a bubbling, cancelable `skyline-edit-source` event that the companion JupyterLab
 //      extension handles (it calls preventDefault and puts {ok, message} in detail.result,
-//      possibly as a promise);
+//      possibly as a promise); a refusal there still tries (b);
 //  (b) the notebook's shared model reached through the widget manager — an internal API, so
 //      every step is guarded and any surprise falls through to (c);
 //  (c) a copyable `batch_size = N` for the user (the next %%skyline run can apply it).
+// Before any of them the literal is re-located in the cell's CURRENT text (read through the
+// extension's `skyline-read-source` event, else the shared model): the user may have typed
+// since profiling. Changed text goes to the kernel's AST locator; its refusal is final.
 // Offsets: report.source gives Python str offsets (code points); editors count UTF-16 units,
 // so they are converted unless the report already carries start_utf16/end_utf16.
 
@@ -48,21 +51,23 @@ export function literalSpan(target) {
   return { start, end, expected, code };
 }
 
-function wholeLineMatches(text, line) {
-  const hits = [];
-  for (let at = text.indexOf(line); at !== -1; at = text.indexOf(line, at + 1)) {
-    const before = at === 0 || text[at - 1] === "\n" || text[at - 1] === "\r";
-    const afterAt = at + line.length;
-    const after = afterAt === text.length || text[afterAt] === "\n" || text[afterAt] === "\r";
-    if (before && after) hits.push(at);
+function linesOf(text) {
+  const lines = [];
+  const eol = /\r\n|\r|\n/g;
+  let at = 0;
+  for (let m = eol.exec(text); m; m = eol.exec(text)) {
+    lines.push({ at, text: text.slice(at, m.index) });
+    at = m.index + m[0].length;
   }
-  return hits;
+  lines.push({ at, text: text.slice(at) });
+  return lines;
 }
 
 /**
- * Find the literal in the cell's CURRENT text. Unchanged code: same span. Otherwise the line
- * that held the literal must occur exactly once, unchanged (the user may have typed elsewhere);
- * anything else is refused rather than guessed.
+ * Find the literal in the cell's CURRENT text without a kernel. Unchanged code: same span.
+ * Otherwise the line that held the literal must occur exactly once, unchanged but for the
+ * digits of the literal itself (an earlier drag may have rewritten them); anything else is
+ * refused rather than guessed.
  */
 export function relocate(current, span) {
   const { start, end, expected, code } = span;
@@ -72,12 +77,15 @@ export function relocate(current, span) {
   }
   const lineStart = code.lastIndexOf("\n", start - 1) + 1;
   const nl = code.slice(end).search(/\r\n|\r|\n/);
-  const lineEnd = nl === -1 ? code.length : end + nl;
-  const hits = wholeLineMatches(current, code.slice(lineStart, lineEnd));
+  const before = code.slice(Math.max(lineStart, code.lastIndexOf("\r", start - 1) + 1), start);
+  const after = code.slice(end, nl === -1 ? code.length : end + nl);
+  const hits = linesOf(current).filter(({ text }) => text.length > before.length + after.length
+    && text.startsWith(before) && text.endsWith(after)
+    && /^[0-9]+$/.test(text.slice(before.length, text.length - after.length)));
   if (hits.length === 0) return { error: "the line with the batch size changed since profiling; re-run the cell first" };
   if (hits.length > 1) return { error: "the line with the batch size now appears more than once; edit it by hand" };
-  const at = hits[0] + (start - lineStart);
-  return { start: at, end: at + (end - start) };
+  const at = hits[0].at + before.length;
+  return { start: at, end: at + hits[0].text.length - before.length - after.length };
 }
 
 /**
@@ -86,6 +94,7 @@ export function relocate(current, span) {
  */
 export function locateInKernel(model, code, batch, timeoutMs = LOCATE_TIMEOUT_MS) {
   if (!hasKernel(model) || typeof model.on !== "function") return Promise.resolve(null);
+  if (typeof model.get === "function" && model.get("live") === false) return Promise.resolve(null);
   const request = `locate-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   return new Promise((resolve) => {
     let timer = null;
@@ -99,7 +108,11 @@ export function locateInKernel(model, code, batch, timeoutMs = LOCATE_TIMEOUT_MS
     };
     timer = setTimeout(() => done(null), timeoutMs);
     model.on("msg:custom", onMsg);
-    model.send({ kind: "locate", code, batch_size: batch, request });
+    try {
+      model.send({ kind: "locate", code, batch_size: batch, request });
+    } catch {
+      done(null);
+    }
   });
 }
 
@@ -119,61 +132,110 @@ function sharedCell(model, cellId) {
 
 const sourceOf = (cell) => (typeof cell.getSource === "function" ? cell.getSource() : cell.source);
 
-async function viaSharedModel(model, cellId, span, text) {
+const EVENT_INIT = { bubbles: true, cancelable: true, composed: true };
+
+/**
+ * The cell's current text: the companion extension answers a `skyline-read-source` event
+ * (detail {cellId} → detail.source); else the widget manager's shared model; else null.
+ */
+export function readCurrentSource(el, model, cellId) {
+  if (typeof cellId !== "string" || cellId === "") return null;
+  const detail = { cellId };
+  const event = new CustomEvent("skyline-read-source", { ...EVENT_INIT, detail });
+  el.dispatchEvent(event);
+  if (event.defaultPrevented && typeof detail.source === "string") return detail.source;
+  try {
+    const found = sharedCell(model, cellId);
+    const source = found ? sourceOf(found.cell) : null;
+    return typeof source === "string" ? source : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Where the literal is in `current` (the cell's text now): {start, end, expected} in UTF-16
+ * units, with `expected` the characters there now, or {error}. Unchanged text keeps the
+ * profiled span; changed text is re-located by the kernel's AST (its refusal is final), or,
+ * with no kernel to ask, line by line. Unknown text (null) keeps the span: the editor still
+ * checks `expected` before it writes.
+ */
+export async function locateCurrent(model, current, span, batch) {
+  const keep = (where) => ({ ...where, expected: current === null ? span.expected : current.slice(where.start, where.end) });
+  if (current === null || (span.code !== null && current === span.code)) return keep({ start: span.start, end: span.end });
+  const answer = await locateInKernel(model, current, batch);
+  if (answer) {
+    if (!answer.ok) return { error: answer.reason || "the kernel could not find the batch size literal" };
+    const start = Number.isInteger(answer.start_utf16) ? answer.start_utf16 : pyOffsetToUtf16(current, answer.start);
+    const end = Number.isInteger(answer.end_utf16) ? answer.end_utf16 : pyOffsetToUtf16(current, answer.end);
+    if (!/^[0-9]+$/.test(current.slice(start, end))) return { error: "the kernel's answer does not point at an integer literal" };
+    return keep({ start, end });
+  }
+  const where = relocate(current, span);
+  return where.error ? where : keep(where);
+}
+
+function viaSharedModel(model, cellId, where, text) {
   const found = sharedCell(model, cellId);
   if (!found) return null;
   const { shared, cell } = found;
   const current = sourceOf(cell);
   if (typeof current !== "string") return null;
-  let where = null;
-  if (span.code !== null && current !== span.code) {
-    // The user typed since profiling: the kernel re-finds the literal by AST, if it can.
-    const answer = await locateInKernel(model, current, Number(text));
-    if (answer && !answer.ok) return { ok: false, via: "shared-model", message: `Not edited: ${answer.reason}.` };
-    if (answer && sourceOf(cell) === current) where = { start: answer.start_utf16, end: answer.end_utf16 };
+  if (where.end > current.length || current.slice(where.start, where.end) !== where.expected) {
+    return { ok: false, via: "shared-model", message: "Not edited: the cell changed while the edit was on its way; drag again" };
   }
-  where = where || relocate(sourceOf(cell), span);
-  if (where.error) return { ok: false, via: "shared-model", message: `Not edited: ${where.error}.` };
   const write = () => cell.updateSource(where.start, where.end, text);
-  // One transaction = one undo step in the cell.
+  // One transaction = one undo step in the cell, never merged with changes just before or
+  // after it (Yjs merges changes less than 500 ms apart).
+  const stopCapturing = () => cell.undoManager?.stopCapturing?.();
+  stopCapturing();
   if (typeof shared.transact === "function") shared.transact(write);
   else write();
+  stopCapturing();
   return { ok: true, via: "shared-model", message: `Set the batch size to ${text} in the source cell.` };
 }
 
+/** "text" as a sentence that ends with one full stop. */
+const sentence = (text) => (/[.!?]$/.test(text) ? text : `${text}.`);
+
 /**
  * Apply `batch` to the source: returns {ok, via: "event"|"shared-model"|"manual", message,
- * text} where `text` is the line to copy when nothing could be edited.
+ * text} where `text` is the line to copy when nothing could be edited. One call edits the cell
+ * at most once (one undo step), and only where the literal is now.
  */
 export async function applyEdit({ el, model, report, batch }) {
   const text = String(batch);
-  const manual = (why) => ({ ok: false, via: "manual", text: `batch_size = ${text}`, message: why });
+  const manual = (why) => ({ ok: false, via: "manual", text: `batch_size = ${text}`, message: `${sentence(why)} Set it by hand:` });
   const target = editTarget(model, report);
   if (!target || target.editable === false || !Number.isInteger(target.start)) {
-    return manual(`The batch size cannot be edited here${target?.reason ? `: ${target.reason}` : ""}. Set it by hand:`);
+    return manual(`The batch size cannot be edited here${target?.reason ? `: ${target.reason}` : ""}`);
   }
   const span = literalSpan(target);
   const cellId = target.cell_id ?? null;
-  const detail = { cellId, start: span.start, end: span.end, text, expected: span.expected, file: target.file ?? null };
-  const event = new CustomEvent("skyline-edit-source", { bubbles: true, cancelable: true, composed: true, detail });
+  const where = await locateCurrent(model, readCurrentSource(el, model, cellId), span, batch);
+  if (where.error) return manual(`Not edited: ${where.error}`);
+  const detail = { cellId, start: where.start, end: where.end, text, expected: where.expected, file: target.file ?? null };
+  const event = new CustomEvent("skyline-edit-source", { ...EVENT_INIT, detail });
   el.dispatchEvent(event);
+  let refused = null;
   if (event.defaultPrevented) {
     try {
       const result = (await Promise.resolve(detail.result)) || { ok: true };
-      return result.ok ? { ok: true, via: "event", message: result.message || `Set the batch size to ${text} in the source cell.` }
-        : manual(`${result.message || "The notebook refused the edit"}. Set it by hand:`);
+      if (result.ok) return { ok: true, via: "event", message: result.message || `Set the batch size to ${text} in the source cell.` };
+      refused = result.message || "The notebook refused the edit";
     } catch (err) {
-      return manual(`The edit failed (${err?.message || err}). Set it by hand:`);
+      refused = `The edit failed (${err?.message || err})`;
     }
   }
+  // The extension is absent, or refused without editing: the shared model may still do it.
   try {
-    const done = await viaSharedModel(model, cellId, span, text);
+    const done = viaSharedModel(model, cellId, where, text);
     if (done?.ok) return done;
-    if (done) return { ...manual(`${done.message} Set it by hand:`) };
+    if (done) return manual(refused || done.message);
   } catch {
     // Internal API changed shape: fall through to the copyable text.
   }
-  return manual("No notebook editor is reachable from this view. Set it by hand:");
+  return manual(refused || "No notebook editor is reachable from this view");
 }
 
 /** The line under the bars that says what happened to the source (with a copy box). */

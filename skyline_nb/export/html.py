@@ -6,6 +6,10 @@ anywidget model (``get``/``set``/``on``/``save_changes``/``send``) serves the tr
 report; with no kernel there is no cell to edit, so the edit target is empty and the page says
 so. Hover, drill-down and drag predictions all work: the widget computes them in JavaScript
 from the fitted coefficients stored in the report.
+
+The page is what gets mailed around, so the report is stored compact: every distinct stack
+frame once (a report repeats the same few frames on hundreds of ops and weights), expanded back
+into the exact ``Report.to_dict()`` by the page before the widget sees it.
 """
 
 from __future__ import annotations
@@ -39,13 +43,31 @@ body {{ margin: 24px; background: #fff; color: #222; font-family: system-ui, san
 see predictions. Read-only: this page cannot edit notebook cells.</div>
 <div id="skyline-root"></div>
 <script type="application/json" id="skyline-report">{report}</script>
+<script>
+// Undo compact_report(): "frames" lists of indices into the frame table become frame objects.
+function skylineExpand(packed) {{
+  const table = packed._frames || [];
+  const expand = (value) => {{
+    if (Array.isArray(value)) return value.map(expand);
+    if (value === null || typeof value !== "object") return value;
+    const out = {{}};
+    for (const [key, item] of Object.entries(value)) {{
+      if (key === "_frames") continue;
+      out[key] = key === "frames" && Array.isArray(item)
+        ? item.map((i) => (typeof i === "number" ? table[i] : i)) : expand(item);
+    }}
+    return out;
+  }};
+  return expand(packed);
+}}
+</script>
 <script type="module">
 const b64 = document.getElementById("skyline-bundle").textContent.trim();
 const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 const url = URL.createObjectURL(new Blob([bytes], {{ type: "text/javascript" }}));
 const widget = (await import(url)).default;
 const state = {{
-  report: JSON.parse(document.getElementById("skyline-report").textContent),
+  report: skylineExpand(JSON.parse(document.getElementById("skyline-report").textContent)),
   status: "", error: "", selected_batch_size: null, edit_target: {{}}, measurement: {{}},
 }};
 const listeners = new Map();
@@ -74,6 +96,40 @@ def _inline_json(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
+def compact_report(report: dict[str, Any]) -> dict[str, Any]:
+    """``report`` with each distinct stack frame stored once, in ``_frames``.
+
+    Every ``frames`` list (tree nodes, weights) becomes a list of indices into that table; the
+    page's ``skylineExpand`` restores the original. Only lists of frame objects are touched, so
+    a report without frames passes through unchanged (plus an empty table).
+    """
+    table: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+
+    def intern(frame: dict[str, Any]) -> int:
+        key = json.dumps(frame, sort_keys=True)
+        if key not in index:
+            index[key] = len(table)
+            table.append(frame)
+        return index[key]
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if not isinstance(value, dict):
+            return value
+        return {
+            key: [intern(f) for f in item]
+            if key == "frames" and isinstance(item, list) and all(isinstance(f, dict) for f in item)
+            else walk(item)
+            for key, item in value.items()
+        }
+
+    packed = walk(report)
+    packed["_frames"] = table
+    return packed
+
+
 def standalone_html(report: dict[str, Any], title: str = "Skyline profile") -> str:
     """The page as a string (``report`` is ``Report.to_dict()``)."""
     bundle = (STATIC / "widget.js").read_text(encoding="utf-8")  # built by `npm run build`
@@ -82,13 +138,14 @@ def standalone_html(report: dict[str, Any], title: str = "Skyline profile") -> s
     return _PAGE.format(
         title=escape(title),
         css=css.replace("<", "\\3c "),
-        report=_inline_json(report),
+        report=_inline_json(compact_report(report)),
         # base64: the bundle's text can hold anything, and a <script> must not see "</".
         bundle=base64.b64encode(bundle.encode("utf-8")).decode("ascii"),
     )
 
 
 def save_html(report: dict[str, Any], path: Path, title: str = "Skyline profile") -> Path:
+    """Write the page to ``path`` (UTF-8) and return it."""
     path = Path(path)
     path.write_text(standalone_html(report, title), encoding="utf-8")
     return path

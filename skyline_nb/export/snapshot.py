@@ -85,8 +85,23 @@ def _time_segments(report: dict[str, Any]) -> list[tuple[str, float]]:
     segments = []
     for child in report["tree"]["children"]:
         total = child["forward_ms"] + (child["backward_ms"] or 0.0)
-        segments.append((child["name"], total))
+        segments.append((_label(child), total))
     return segments
+
+
+def _label(node: dict[str, Any]) -> str:
+    """The widget's name for a node (``nodeLabel`` in js/src/tree.js) plus its class.
+
+    Class names alone are ambiguous ("Linear", "Linear" for an MLP); the attribute name is what
+    the user wrote and what the widget shows, so the snapshot reads the same: "0 (Linear)".
+    """
+    name = node.get("name") or "model"
+    path = node.get("path") or ""
+    if node.get("kind") != "module" or not path:
+        return name
+    parts = path.split(".")
+    short = ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
+    return name if short == name else f"{short} ({name})"
 
 
 def _memory_segments(report: dict[str, Any]) -> list[tuple[str, float]]:

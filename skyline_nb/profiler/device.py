@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from skyline_nb.profiler import torch_private as tp
 from skyline_nb.report import DeviceInfo
 
 
@@ -99,6 +100,9 @@ class Device:
     def synchronize(self) -> None:
         """Wait for queued work; a no-op on CPU (ops are synchronous there)."""
 
+    def hold_queue(self, ms: float) -> None:
+        """Keep the device busy for about ``ms`` so the work that follows queues up (CUDA)."""
+
     def memory_allocated(self) -> int | None:
         """Allocator bytes in use, when the device has an allocator counter (CUDA)."""
         return None
@@ -142,6 +146,33 @@ class CudaDevice(Device):
 
     def synchronize(self) -> None:
         torch.cuda.synchronize(self.torch_device)
+
+    def hold_queue(self, ms: float) -> None:
+        """Put a spin kernel of about ``ms`` ahead of an instrumented iteration.
+
+        An op's event pair brackets its place in the stream. When the GPU is idle, waiting for
+        the host to launch the next kernel (small, launch-bound models), the pair also spans the
+        instrumented launch path, so op times would sum to more than the plain iteration. With
+        the queue held, every kernel is already waiting when the GPU reaches it and each pair
+        measures GPU execution only; the launch gaps of the plain iteration then show up as
+        untracked time, where they belong.
+        """
+        with torch.cuda.device(self.torch_device):
+            tp.cuda_spin(ms * self._cycles_per_ms())
+
+    def _cycles_per_ms(self) -> float:
+        if getattr(self, "_spin_rate", None) is None:
+            with torch.cuda.device(self.torch_device):
+                begin = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                cycles = 10_000_000
+                tp.cuda_spin(cycles // 10)  # warm the kernel up
+                begin.record()
+                tp.cuda_spin(cycles)
+                end.record()
+                end.synchronize()
+                self._spin_rate = cycles / max(begin.elapsed_time(end), 1e-3)
+        return self._spin_rate
 
     def memory_allocated(self) -> int | None:
         return int(torch.cuda.memory_allocated(self.torch_device))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,7 +130,9 @@ def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, 
     tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
     try:
         allocator = tp.allocator_events_profiler()
-        allocator.__enter__()
+        with warnings.catch_warnings():  # torch 2.11 warns about profiler cycles; not the user's
+            warnings.simplefilter("ignore", UserWarning)
+            allocator.__enter__()
     except RuntimeError:  # the user is profiling already: nested profilers are refused
         allocator = None
     try:
@@ -140,7 +143,9 @@ def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, 
     finally:
         tracker.close()
         if allocator is not None:
-            allocator.__exit__(None, None, None)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                allocator.__exit__(None, None, None)
     peak = tracker.peak
     if allocator is not None:
         peak = max(peak, tp.allocator_peak_bytes(allocator))

@@ -2,8 +2,8 @@
 
 Skyline measured the user's batch and a few sizes 20 apart, which says little about a model
 profiled at batch 8 and dragged to 128. Here the extra sizes spread over the feasible range:
-up to 4× the user's batch where memory allows (2× and 4×, then ½×), fewer above and more below
-when the user's batch is already near the largest that fits.
+2×, 4× and 8× the user's batch where memory allows (½×, ¼×… only after those), fewer above
+and more below when the user's batch is already near the largest that fits.
 
 The feasible range comes from memory. With one point, peak/batch is an upper bound on the
 per-sample slope (the intercept, weights and optimizer state, is never negative), so
@@ -36,8 +36,13 @@ from dataclasses import dataclass
 from skyline_nb.report import Sample
 
 MIN_POINTS = 3
-# Largest multiple of the user's batch we aim for; the widget mostly drags within this range.
-REACH = 4
+# Multiples of the user's batch measured first, in this order, where memory allows. Far points
+# matter most: users drag to larger batches, and on CPU the line drifts (Transformer, threads)
+# beyond the sampled range. ½× comes only after them: it helps no prediction above the user's
+# batch, and peak memory is the max over phases, so it is piecewise linear and a small batch can
+# sit on a different piece (an LSTM on CPU: 4 vs 8), skewing the slope (benchmarks/).
+MULTIPLES = (2, 4, 8)
+REACH = MULTIPLES[-1]
 # Out-of-memory failures tolerated before giving up: each costs a (failed) iteration. After
 # ABOVE_RETRIES of them, only sizes below the user's (which fit, since the user's did) are tried.
 MAX_FAILURES = 4
@@ -156,14 +161,14 @@ class _State:
 def _preferred(user: int, ceiling: int) -> list[int]:
     """Sizes in the order to measure them: above the user's batch, then below, then between.
 
-    Above: 2× (or the ceiling, if lower) and the ceiling, i.e. 2× and 4× when 4× fits; the
-    smaller first, so the memory estimate is refined before the larger try. Below: ½×, ¼×, …
-    (cheap, and the only option when the user's batch is near the maximum). Between: other
-    sizes above, for tiny batches where ½× does not exist (user 1 → 2, 4, then 3).
+    Above: 2×, 4×, 8× (each capped at the ceiling, so a memory limit below 8× is itself
+    measured, unless it is within ¼× of the user's batch), smaller first so the memory
+    estimate is refined before the larger try. Below:
+    ½×, ¼×, … (the only option when the user's batch is near the maximum). Between: other sizes
+    above, for tiny batches where ½× does not exist (user 1 at a ceiling of 4 → 2, 4, then 3).
     """
-    above: list[int] = []
-    if ceiling > user:
-        above = sorted({min(2 * user, ceiling), ceiling})
+    step = user + max(1, user // 4)  # a size just above the user's adds little to a fit
+    above = sorted({size for m in MULTIPLES if (size := min(m * user, ceiling)) >= step})
     below = sorted({user >> k for k in range(1, user.bit_length())} - {0}, reverse=True)
     between = sorted(
         {round(user + (ceiling - user) * f) for f in (0.25, 0.5, 0.75)} - set(above)

@@ -162,7 +162,9 @@ def _instrumented(
     memory_ops.finish()
     runs = []
     for _ in range(LEVEL2_RUNS):
-        run = OperationTracker(model, dev, user_code)
+        # Held longer than the host needs to launch the instrumented iteration (hold_queue).
+        hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
+        run = OperationTracker(model, dev, user_code, hold_ms=hold)
         with run:
             trial.step()
         run.finish()

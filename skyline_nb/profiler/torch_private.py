@@ -245,3 +245,8 @@ def allocator_peak_bytes(prof: Any, device_suffix: str = "CPU") -> int:
         live += nbytes
         peak = max(peak, live)
     return peak
+
+
+def cuda_spin(cycles: int) -> None:
+    """Enqueue a kernel that spins for ``cycles`` GPU clock cycles (``torch.cuda._sleep``)."""
+    _need(torch.cuda, "_sleep", "holding the CUDA queue while ops are timed")(int(cycles))

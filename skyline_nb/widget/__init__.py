@@ -27,6 +27,8 @@ class SkylineWidget(anywidget.AnyWidget):
             or {} when the source cannot be edited (the reason is then in ``report.source``).
         measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
             throughput}), shown beside the prediction; {} before any.
+        live: true when a kernel-side ``LiveProfile`` answers this widget's messages
+            (Re-profile, Measure at N, locate); the front end hides those buttons otherwise.
     """
 
     _esm = _STATIC / "widget.js"
@@ -38,6 +40,7 @@ class SkylineWidget(anywidget.AnyWidget):
     selected_batch_size = traitlets.Int(None, allow_none=True).tag(sync=True)
     edit_target = traitlets.Dict().tag(sync=True)
     measurement = traitlets.Dict().tag(sync=True)
+    live = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, report: Any = None, **kwargs: Any) -> None:
         if report is not None and not isinstance(report, dict):

@@ -62,7 +62,8 @@ def test_peak_grows_with_batch_and_predictions():
     assert large.peak_bytes > small.peak_bytes
     report = run(mlp, batch_size=64, predict=True)
     assert len({s.batch_size for s in report.samples}) >= 3
-    assert report.models is not None and report.models.can_manipulate
+    # a small MLP is launch-bound on a big GPU: time may be flat, memory must grow
+    assert report.models is not None and report.models.memory.slope > 0
 
 
 def test_oom_at_start_is_reported_and_memory_released():
