@@ -192,8 +192,11 @@ function viaSharedModel(model, cellId, where, text) {
   if (typeof shared.transact === "function") shared.transact(write);
   else write();
   stopCapturing();
-  return { ok: true, via: "shared-model", message: `Set the batch size to ${text} in the source cell.` };
+  return { ok: true, via: "shared-model", message: edited(where.expected, text) };
 }
+
+/** What a successful edit tells the user (the same whichever way it went). */
+const edited = (was, text) => `Set the batch size to ${text} in the source cell (was ${was}). Ctrl+Z in that cell undoes it.`;
 
 /** "text" as a sentence that ends with one full stop. */
 const sentence = (text) => (/[.!?]$/.test(text) ? text : `${text}.`);
@@ -221,7 +224,7 @@ export async function applyEdit({ el, model, report, batch }) {
   if (event.defaultPrevented) {
     try {
       const result = (await Promise.resolve(detail.result)) || { ok: true };
-      if (result.ok) return { ok: true, via: "event", message: result.message || `Set the batch size to ${text} in the source cell.` };
+      if (result.ok) return { ok: true, via: "event", message: edited(where.expected, text) };
       refused = result.message || "The notebook refused the edit";
     } catch (err) {
       refused = `The edit failed (${err?.message || err})`;
@@ -244,6 +247,7 @@ export function createEditNotice({ signal }) {
   function show(result) {
     el.replaceChildren(h("span", { class: "sk-edit-message", text: result.message }));
     el.classList.toggle("sk-edit-ok", Boolean(result.ok));
+    el.dataset.via = result.via || ""; // which way the edit went (or "manual"), for tests
     if (result.text) {
       const box = h("input", { class: "sk-copy-text", data: { skyline: "copy-text" }, attrs: { readonly: "", value: result.text, "aria-label": "Batch size line to copy" } });
       box.value = result.text;

@@ -6,6 +6,7 @@ import { key, loadReport, mount } from "./helpers.js";
 
 let view;
 afterEach(() => view?.unmount());
+const inDocument = () => document.body.appendChild(document.createElement("div"));
 
 describe("offsets", () => {
   test("Python code-point offsets become UTF-16 offsets", () => {
@@ -90,8 +91,7 @@ function sharedNotebook(cellId, source) {
 describe("applyEdit: (a) event, (b) shared model, (c) copyable text", () => {
   test("(a) the companion extension handles the event", async () => {
     const report = loadReport("small");
-    const el = document.createElement("div");
-    document.body.append(el);
+    const el = inDocument();
     let seen = null;
     const handler = (e) => {
       seen = { ...e.detail, cancelable: e.cancelable, bubbles: e.bubbles };
@@ -105,14 +105,13 @@ describe("applyEdit: (a) event, (b) shared model, (c) copyable text", () => {
       cellId: report.source.cell_id, start: report.source.start_utf16, end: report.source.end_utf16,
       text: "48", expected: "32", cancelable: true, bubbles: true,
     });
-    expect(result).toMatchObject({ ok: true, via: "event", message: "Replaced \"32\" by \"48\"." });
+    expect(result).toMatchObject({ ok: true, via: "event", message: "Set the batch size to 48 in the source cell (was 32). Ctrl+Z in that cell undoes it." });
     el.remove();
   });
 
   test("(a) a refusal (or a promised result) is reported with the copyable line", async () => {
     const report = loadReport("small");
-    const el = document.createElement("div");
-    document.body.append(el);
+    const el = inDocument();
     const handler = (e) => {
       e.preventDefault();
       e.detail.result = Promise.resolve({ ok: false, message: "The cell changed since it was profiled" });
@@ -168,6 +167,7 @@ test("drag end in the widget: trait, edit event from the widget element, notice"
   // Nobody handled it and there is no notebook: the copyable fallback is shown.
   const notice = view.q("edit-status");
   expect(notice.hidden).toBe(false);
+  expect(notice.dataset.via).toBe("manual");
   expect(view.q("copy-text").value).toBe("batch_size = 33");
 });
 
@@ -263,7 +263,6 @@ function kernelModel(answer, extra = {}) {
   return model;
 }
 
-const inDocument = () => document.body.appendChild(document.createElement("div"));
 
 describe("(a) with the extension, the literal is re-located in the current text first", () => {
   let ext;
@@ -289,7 +288,7 @@ describe("(a) with the extension, the literal is re-located in the current text 
     const result = await applyEdit({ el: inDocument(), model, report, batch: 48 });
     expect(model.sent).toEqual([expect.objectContaining({ kind: "locate", code: typed, batch_size: 48 })]);
     expect(ext.edits).toEqual([expect.objectContaining({ start: at, end: at + 2, expected: "32", text: "48" })]);
-    expect(result).toMatchObject({ ok: true, via: "event", message: "Replaced \"32\" by \"48\"." });
+    expect(result).toMatchObject({ ok: true, via: "event", message: "Set the batch size to 48 in the source cell (was 32). Ctrl+Z in that cell undoes it." });
     expect(ext.source).toBe(typed.replace("batch_size=32", "batch_size=48"));
     expect(model.listeners.size).toBe(0);
   });

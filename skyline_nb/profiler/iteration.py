@@ -130,8 +130,8 @@ def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, 
     tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
     try:
         allocator = tp.allocator_events_profiler()
-        with warnings.catch_warnings():  # torch 2.11 warns about profiler cycles; not the user's
-            warnings.simplefilter("ignore", UserWarning)
+        with warnings.catch_warnings(), tp.quiet_native_stderr():
+            warnings.simplefilter("ignore", UserWarning)  # torch 2.11: profiler cycles notice
             allocator.__enter__()
     except RuntimeError:  # the user is profiling already: nested profilers are refused
         allocator = None
@@ -143,7 +143,7 @@ def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, 
     finally:
         tracker.close()
         if allocator is not None:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), tp.quiet_native_stderr():
                 warnings.simplefilter("ignore", UserWarning)
                 allocator.__exit__(None, None, None)
     peak = tracker.peak

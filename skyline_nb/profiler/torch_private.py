@@ -8,8 +8,11 @@ Tested against torch 2.13 (CPU and CUDA builds); the oldest supported is 2.1.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -227,6 +230,28 @@ def allocator_events_profiler() -> Any:
     from torch.profiler import ProfilerActivity, profile
 
     return profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=False)
+
+
+@contextlib.contextmanager
+def quiet_native_stderr() -> Iterator[None]:
+    """Silence file descriptor 2 for a moment (torch 2.13's kineto logs ``USDT: … profiler_start``
+    from C++ at every profiler start/stop; ipykernel would show those lines in the notebook).
+
+    Only wraps the profiler's own start/stop calls, never the user's code.
+    """
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def allocator_peak_bytes(prof: Any, device_suffix: str = "CPU") -> int:
