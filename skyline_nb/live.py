@@ -134,7 +134,7 @@ class LiveProfile:
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
         kind = content.get("kind")
         handlers = {"reprofile": self._reprofile, "measure": self._measure,
-                    "locate": self._answer_locate}
+                    "locate": self._answer_locate, "ping": self._pong}
         handler = handlers.get(kind)
         if handler is None:
             self.widget.send({"kind": "error", "message": f"unknown message kind {kind!r}"})
@@ -144,6 +144,10 @@ class LiveProfile:
         except Exception as exc:  # shown in the widget; the comm must survive
             self.widget.status = ""
             self.widget.error = _readable(exc)
+
+    def _pong(self, _content: dict[str, Any]) -> None:
+        """Tell the front end a kernel serves this widget (saved state alone does not)."""
+        self.widget.send({"kind": "pong"})
 
     def _reprofile(self, content: dict[str, Any]) -> None:
         size = content.get("batch_size")

@@ -113,7 +113,9 @@ class SkylineMagics(Magics):
             full = "%%skyline\n" + body
         cell_id = outer.cell_id if outer is not None else None
         cell_id = cell_id or _current_cell_id(self.shell)
-        body, full = self._apply_pending_edit(cell_id, body, full)
+        prefix = _magic_prefix(full, body)
+        full = self._apply_pending_edit(cell_id, full, len(prefix))
+        body = _with_newline(full)[len(prefix):]
         result = self.shell.run_cell(body, store_history=False)
         if not result.success:
             return None
@@ -121,27 +123,29 @@ class SkylineMagics(Magics):
         entry = next((e for e in reversed(cells.entries()) if e.source == transformed), None)
         if entry is None:
             return None
-        magic_line = full[: len(full) - len(body)].count("\n")  # lines up to and incl. %%skyline
-        first = magic_line + 1 + cells.leading_blank_lines(body) - cells.leading_blank_lines(
+        magic_lines = prefix.count("\n")  # lines up to and including the %%skyline line
+        first = magic_lines + 1 + cells.leading_blank_lines(body) - cells.leading_blank_lines(
             transformed)
         cells.register(entry.code_name, cell_id, transformed, first_line=first, cell_source=full)
         return SourceCell(cell_id, full, entry.code_name)
 
-    def _apply_pending_edit(self, cell_id: str | None, body: str, full: str) -> tuple[str, str]:
+    def _apply_pending_edit(self, cell_id: str | None, full: str, body_start: int) -> str:
+        """The cell text to run: ``full``, or with a pending dragged batch size written in."""
         previous = self.by_cell.get(cell_id) if cell_id else None
         wanted = previous.widget.selected_batch_size if previous is not None else None
         report = previous.report if previous is not None else None
-        if wanted is None or report is None or not full.endswith(body):
-            return body, full
+        if wanted is None or report is None:
+            return full
         variable = previous.request.batch_size_var
         located = source_edit.locate_for_edit(full, wanted, variable=variable)
         # Only when the literal still holds the profiled value: a hand edit wins over a drag.
         profiled = report.batch_size
-        if not located["ok"] or located["value"] != profiled or wanted == profiled:
-            return body, full
+        if (not located["ok"] or located["value"] != profiled or wanted == profiled
+                or located["start"] < body_start):
+            return full
         new_full = full[: located["start"]] + located["replacement"] + full[located["end"]:]
         self.shell.set_next_input(new_full, replace=True)
-        return new_full[len(full) - len(body):], new_full
+        return new_full
 
     def on_post_run_cell(self, result: Any) -> None:
         """Re-profile live widgets whose source cell just ran (unless --no-watch)."""
@@ -151,6 +155,23 @@ class SkylineMagics(Magics):
         self.live = [p for p in self.live if p.widget.comm is not None]
         for live in self.live:
             live.on_cell_ran(getattr(info, "cell_id", None), info.raw_cell)
+
+
+def _with_newline(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _magic_prefix(full: str, body: str) -> str:
+    """The cell text up to and including the ``%%skyline`` line.
+
+    IPython hands the magic a body that always ends with a newline, while the cell as typed
+    (``full``) usually does not: compare with the newline added, or every line is off by one.
+    """
+    whole = _with_newline(full)
+    if body and whole.endswith(body):
+        return whole[: len(whole) - len(body)]
+    first, _, _ = whole.partition("\n")
+    return first + "\n"
 
 
 def _resolver(namespace: dict[str, Any], args: Any) -> Callable[[], tuple[Any, Any, Any]]:

@@ -10,6 +10,23 @@ export function hasKernel(model) {
   return typeof model?.send === "function" && !model.standalone;
 }
 
+// A notebook reopened with a fresh kernel restores this widget from saved state (`live` still
+// true) but no kernel object serves it any more: show the buttons only once the kernel side
+// answers a ping.
+function awaitServer(model, signal, onAnswer) {
+  if (typeof model.on !== "function") return;
+  const onMsg = (msg) => {
+    if (msg && msg.kind === "pong") onAnswer();
+  };
+  model.on("msg:custom", onMsg);
+  signal?.addEventListener("abort", () => model.off?.("msg:custom", onMsg));
+  try {
+    model.send({ kind: "ping" });
+  } catch {
+    // no comm to send on: stay hidden
+  }
+}
+
 export function createActions({ model, predictor, signal, getBatch }) {
   // A widget made by hand (SkylineWidget(report=...)) has a kernel but nobody serving these
   // messages; the kernel side says so with a `live` trait when it has one (absent = assume yes).
@@ -17,7 +34,9 @@ export function createActions({ model, predictor, signal, getBatch }) {
   const reprofile = h("button", { class: "sk-button", text: "Re-profile", data: { skyline: "reprofile" }, attrs: { type: "button", title: "Profile again at the measured batch size" } });
   const measure = h("button", { class: "sk-button", data: { skyline: "measure" }, attrs: { type: "button", title: "Run the iteration at this batch size and compare with the prediction" } });
   const result = h("div", { class: "sk-measurement", data: { skyline: "measurement" }, attrs: { "aria-live": "polite" } });
-  const el = h("div", { class: "sk-actions" }, [live ? h("div", { class: "sk-action-buttons" }, [reprofile, measure]) : null, result]);
+  const buttons = h("div", { class: "sk-action-buttons", attrs: { hidden: "" } }, [reprofile, measure]);
+  const el = h("div", { class: "sk-actions" }, [live ? buttons : null, result]);
+  if (live) awaitServer(model, signal, () => { buttons.hidden = false; });
 
   reprofile.addEventListener("click", () => model.send({ kind: "reprofile" }), { signal });
   measure.addEventListener("click", () => model.send({ kind: "measure", batch_size: getBatch() }), { signal });

@@ -3,11 +3,13 @@
 // coefficients; the widget predicts from them while the user drags, so dragging works in saved
 // notebooks and the offline page without a kernel. Keep the formulas, the order of floating
 // point operations and the rounding identical to Python: js/test/predict.test.js compares the
-// two on shared cases.
+// two on every case of tests/fixtures/models_cases.json (make_models_cases.py writes it).
 
 /**
- * Python's round(): ties go to the even neighbour (round(2.5) == 2), unlike Math.round.
- * x - Math.floor(x) is exact for doubles, so the tie test is exact too.
+ * Python's round(): ties go to the even neighbour (round(2.5) == 2), unlike Math.round, which
+ * would put a dragged bar one batch off Python's answer at every exact half.
+ * x - Math.floor(x) is exact for doubles, so the tie test is exact too. Only finite x reach
+ * here (clamp filters NaN and ±Infinity first, as Python would raise on them).
  */
 export function pyRound(x) {
   const floor = Math.floor(x);
@@ -26,14 +28,22 @@ function need(fit) {
 
 const line = (fit, x) => fit.slope * x + fit.intercept;
 
-/** x with line(x) = y; ±Infinity or NaN when the slope is zero (callers clamp). */
+/**
+ * x with line(x) = y; ±Infinity or NaN when the slope is zero (callers clamp). Python uses
+ * copysign(inf, y − b); the two differ only for y = NaN with a zero slope, which no caller
+ * reaches (both guard slope ≤ 0 before inverting).
+ */
 function inverse(fit, y) {
   if (fit.slope === 0) return y === fit.intercept ? NaN : (y - fit.intercept > 0 ? Infinity : -Infinity);
   return (y - fit.intercept) / fit.slope;
 }
 
 export const KNEE_GAIN = 0.05; // XSP's rule: doubling the batch buys less than 5 % more throughput
+// Python's cap: batch sizes stay exact integers, and a near-zero memory slope cannot turn the
+// largest batch into 10^300.
 export const MAX_BATCH_SIZE = 2 ** 31 - 1;
+
+const isBatchSize = (v) => Number.isInteger(v) && v >= 1 && v <= MAX_BATCH_SIZE;
 
 /** Predictions from report.models (PerformanceModels.to_dict()); null/undefined means none. */
 export class Predictor {
@@ -41,10 +51,23 @@ export class Predictor {
     const m = models || {};
     this.time = m.time || null;
     this.memory = m.memory || null;
-    this.capacityBytes = Number(m.capacity_bytes) || 0;
-    this.canManipulate = Boolean(m.can_manipulate && this.time && this.memory);
+    // Python's from_dict applies int(): truncate, so a float capacity inverts the same way.
+    const capacity = Math.trunc(Number(m.capacity_bytes));
+    this.capacityBytes = Number.isFinite(capacity) ? capacity : 0;
+    // The stored flag is from_samples' verdict, which already requires both slopes and the
+    // capacity to be positive; re-checking keeps a hand-edited or older report (written before
+    // that rule) from offering drags that have no inverse (every answer would be batch 1).
+    this.canManipulate = Boolean(
+      m.can_manipulate && this.time && this.memory &&
+      this.time.slope > 0 && this.memory.slope > 0 && this.capacityBytes > 0);
     this.reason = m.reason || (models ? null : "this report has no performance models");
-    this.kneeBatchSize = this.knee();
+    // to_dict writes max_batch_size (derived); reading it means JS cannot drift from Python's
+    // floor even by one ulp. Reports without it (or with a value Python could not have
+    // written) get the same formula recomputed.
+    this.storedMaxBatchSize = isBatchSize(m.max_batch_size) ? m.max_batch_size : null;
+    // Python's from_dict keeps the stored knee (null included) rather than recomputing it.
+    const knee = m.knee_batch_size;
+    this.kneeBatchSize = "knee_batch_size" in m && (knee === null || isBatchSize(knee)) ? knee : this.knee();
   }
 
   predictIterationMs(batchSize) {
@@ -69,8 +92,11 @@ export class Predictor {
   }
 
   /**
-   * Invert 1000·x / (a·x + b) = t, i.e. x = t·b / (1000 − t·a). Without a positive finite
-   * solution the nearer end (1 or maxBatchSize(), 1 on a tie) wins.
+   * Invert 1000·x / (a·x + b) = t, i.e. x = t·b / (1000 − t·a), in [1, maxBatchSize()].
+   * Only a finite x > 0 with a positive predicted time is a real solution: t at or beyond the
+   * asymptote, t ≤ 0, NaN, or a negative intercept give none. Then the end (1 or
+   * maxBatchSize()) whose throughput is nearer t wins, 1 on a tie (NaN gaps tie), since the
+   * throughput is monotone in x between them.
    */
   batchSizeForThroughput(samplesPerS) {
     const fit = need(this.time);
@@ -90,16 +116,24 @@ export class Predictor {
     return this.clamp(inverse(memory, peakBytes));
   }
 
-  /** The largest batch whose predicted peak fits the capacity: floor((capacity − d) / c). */
+  /**
+   * The largest batch whose predicted peak fits the capacity: floor((capacity − d) / c), in
+   * [1, MAX_BATCH_SIZE]; 1 when memory does not grow or the capacity is unknown. Throws like
+   * Python without a memory line, even when a value was stored.
+   */
   maxBatchSize() {
     const memory = need(this.memory);
+    if (this.storedMaxBatchSize !== null) return this.storedMaxBatchSize;
     if (memory.slope <= 0 || this.capacityBytes <= 0) return 1;
     const x = inverse(memory, this.capacityBytes);
-    if (!(x < MAX_BATCH_SIZE)) return MAX_BATCH_SIZE; // also catches NaN
+    if (!(x < MAX_BATCH_SIZE)) return MAX_BATCH_SIZE; // also catches NaN and Infinity
     return x >= 1 ? Math.floor(x) : 1;
   }
 
-  /** Round like Python (ties to even) and clamp to [1, maxBatchSize()]; NaN gives 1. */
+  /**
+   * Round like Python (ties to even) and clamp to [1, maxBatchSize()]. NaN and −Infinity give
+   * 1 (x < 1 is true for −Infinity); +Infinity gives the top, before pyRound sees it.
+   */
   clamp(x) {
     if (Number.isNaN(x) || x < 1) return 1;
     const top = this.maxBatchSize();
@@ -109,7 +143,8 @@ export class Predictor {
 
   /**
    * Smallest x with throughput(2x) < (1 + g)·throughput(x), within capacity; closed form
-   * x > b·(1 − g) / (2·g·a). Null without an asymptote or beyond the largest batch that fits.
+   * x > b·(1 − g) / (2·g·a), divided in Python's order so that it cannot underflow. Null
+   * without an asymptote or beyond the largest batch that fits (or the cap); 1 when b ≤ 0.
    */
   knee() {
     const fit = this.time;

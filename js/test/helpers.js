@@ -36,6 +36,10 @@ export function fakeModel(state = {}) {
       model.saved += 1;
     },
     listenerCount: () => [...listeners.values()].reduce((n, s) => n + s.size, 0),
+    // What the kernel would deliver: model.emit("msg:custom", {kind: "pong"}).
+    emit: (name, ...args) => {
+      for (const cb of listeners.get(name) || []) cb(...args);
+    },
   };
   return model;
 }

@@ -166,9 +166,10 @@ test("with a kernel: Re-profile and Measure at N send messages; the measurement 
   const sent = [];
   const el = document.createElement("div");
   const model = fakeModel({ report: loadReport("small") });
-  model.send = (msg) => sent.push(msg);
+  model.send = (msg) => (msg.kind === "ping" ? model.emit("msg:custom", { kind: "pong" }) : sent.push(msg));
   const cleanup = widget.render({ model, el });
   const q = (name) => el.querySelector(`[data-skyline="${name}"]`);
+  expect(q("reprofile").closest("[hidden]")).toBeNull(); // the kernel answered the ping
   q("throughput-bar").dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp", bubbles: true }));
   expect(q("measure").textContent).toBe("Measure at 33");
   q("measure").click();
@@ -179,6 +180,17 @@ test("with a kernel: Re-profile and Measure at N send messages; the measurement 
   expect(q("measurement").textContent).toContain("predicted");
   cleanup();
   view = null;
+});
+
+test("saved state restored with no kernel object behind it (no pong): buttons stay hidden", () => {
+  const el = document.createElement("div");
+  const model = fakeModel({ report: loadReport("small"), live: true });
+  const sent = [];
+  model.send = (msg) => sent.push(msg);
+  const cleanup = widget.render({ model, el });
+  expect(sent).toEqual([{ kind: "ping" }]);
+  expect(el.querySelector('[data-skyline="reprofile"]').closest("[hidden]")).not.toBeNull();
+  cleanup();
 });
 
 test("a kernel that says nobody serves the widget (live = false): no action buttons", () => {

@@ -72,8 +72,9 @@ def test_line_magic_profiles_providers_of_another_cell(ip):
     assert any(s.cell_id == "cell-a" for s in report.sources)
 
 
-def test_cell_magic_maps_lines_under_the_magic_line(ip):
-    result = run(ip, "%%skyline --no-predict\n\n" + PROVIDERS, "cell-c")
+@pytest.mark.parametrize("ending", ["\n", ""])  # notebook cells usually have no final newline
+def test_cell_magic_maps_lines_under_the_magic_line(ip, ending):
+    result = run(ip, "%%skyline --no-predict\n\n" + PROVIDERS.rstrip("\n") + ending, "cell-c")
     assert result.success, result.error_in_exec
     report = skyline_nb.last_report()
     assert report.source.cell_id == "cell-c"
@@ -123,7 +124,7 @@ def test_batch_size_variable(ip):
 
 
 def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
-    cell = "%%skyline --no-predict\n" + PROVIDERS
+    cell = "%%skyline --no-predict\n" + PROVIDERS.rstrip("\n")
     assert run(ip, cell, "cell-l").success
     live = ip._skyline_nb_magics.by_cell["cell-l"]
     live.widget.selected_batch_size = 7  # a drag that no front-end path could write
@@ -152,3 +153,19 @@ def test_parse_size(text, size):
 def test_parse_size_rejects_garbage():
     with pytest.raises(UsageError, match="8GiB"):
         parse_size("lots")
+
+
+def test_live_widget_answers_ping_and_locate(ip):
+    assert run(ip, PROVIDERS, "cell-p").success
+    assert run(ip, "%skyline --no-predict", "cell-q").success
+    live = ip._skyline_nb_magics.live[-1]
+    sent = []
+    live.widget.send = sent.append
+    live._on_msg(live.widget, {"kind": "ping"}, [])
+    edited = "# a comment the user typed\n" + PROVIDERS
+    live._on_msg(live.widget, {"kind": "locate", "code": edited, "batch_size": 40,
+                               "request": "r1"}, [])
+    assert sent[0] == {"kind": "pong"}
+    located = sent[1]
+    assert located["kind"] == "located" and located["request"] == "r1" and located["ok"]
+    assert edited[located["start"]:located["end"]] == "12" and located["replacement"] == "40"
