@@ -5,7 +5,7 @@
 // scroll the source cell into view.
 
 import { h } from "./dom.js";
-import { formatBytes, formatFrame, formatMs, formatPercent } from "./format.js";
+import { formatBytes, formatFrame, formatMs, formatPercent, formatSourceName } from "./format.js";
 import { lineKey, lineStats, sourcesFor } from "./lines.js";
 import { cssPercent, fraction } from "./scale.js";
 import { nodeLabel } from "./tree.js";
@@ -57,7 +57,7 @@ export function createCodeView({ signal, onSelectLine }) {
   function renderSource(source, stats, scale) {
     const lines = splitLines(source.code);
     const marked = [...stats.values()].filter((e) => e.file === source.file).map((e) => e.line);
-    const name = source.cell_id ? `cell ${String(source.cell_id).slice(0, 8)}` : source.file;
+    const name = formatSourceName(source.file, source.cell_id);
     const list = h("div", { class: "sk-code-lines", attrs: { role: "list" } });
     let previous = 0;
     for (const n of visibleLines(lines.length, marked)) {

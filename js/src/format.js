@@ -85,8 +85,17 @@ export function formatPercent(fraction) {
  * "file:line" for a frame. A cell's file is the kernel's opaque code name
  * (/tmp/ipykernel_1/123.py), so cells are named by a short prefix of their id instead.
  */
+// IPython names cell code after a temp file (ipykernel) or `<ipython-input-N-…>`; without a
+// cell id (a notebook run by nbclient, a console) that name means nothing to a reader.
+const CELL_CODE_NAME = /(^<ipython-input-)|([\\/]ipykernel_\d+[\\/]\d+\.py$)/;
+
+/** How to name where code lives: "cell 1a2b3c4d", "notebook cell" or the file path. */
+export function formatSourceName(file, cellId) {
+  if (cellId) return `cell ${String(cellId).slice(0, 8)}`;
+  return CELL_CODE_NAME.test(String(file ?? "")) ? "notebook cell" : file;
+}
+
 export function formatFrame(frame) {
   if (!frame) return "";
-  const where = frame.cell_id ? `cell ${String(frame.cell_id).slice(0, 8)}` : frame.file;
-  return `${where}:${frame.line}`;
+  return `${formatSourceName(frame.file, frame.cell_id)}:${frame.line}`;
 }

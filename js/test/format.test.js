@@ -69,3 +69,11 @@ describe("formatThroughput, formatPercent, formatInt", () => {
     expect(formatFrame({ file: "models/resnet.py", line: 12, cell_id: null })).toBe("models/resnet.py:12");
   });
 });
+
+test("cell code names without a cell id read as 'notebook cell'", async () => {
+  const { formatSourceName, formatFrame } = await import("../src/format.js");
+  expect(formatSourceName("/tmp/ipykernel_13591/2295780114.py", null)).toBe("notebook cell");
+  expect(formatSourceName("<ipython-input-3-abc>", null)).toBe("notebook cell");
+  expect(formatSourceName("models/net.py", null)).toBe("models/net.py");
+  expect(formatFrame({ file: "/tmp/ipykernel_1/2.py", line: 4, cell_id: "abcdef123456" })).toBe("cell abcdef12:4");
+});

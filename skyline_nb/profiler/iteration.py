@@ -6,6 +6,14 @@ cudnn autotunes), then blocks of iterations timed as a whole: CUDA events around
 synchronize, ``perf_counter_ns`` on CPU. Blocks repeat until two consecutive block means agree
 within 5 %; their mean is the iteration time.
 
+The extra batch sizes sampled for the performance models (``sampling.collect_samples``) are
+measured with the leaner ``SAMPLE`` precision: a profile with predictions must cost at most
+1.5× one without (issue 4), and three points at 1×, 2× and 4× the batch already cost about 2×
+the iterations of the whole profile when time grows with the batch. So a sample's timing starts
+right after the two tracked warm-ups (its first timed block counts), stops at the first two
+blocks that agree, and has a third of the headline's time budget. The headline number keeps
+the full warm-up and budget.
+
 Peak memory: on CUDA the allocator's peak over model creation, warm-up and timing, minus what was
 allocated before (the kernel's baseline). On CPU a live-storage tracker runs over model creation
 and the first two warm-up iterations only (the second already has optimizer state and a full
@@ -34,6 +42,20 @@ MAX_BLOCKS = 12
 TARGET_BLOCK_MS = 25.0
 MAX_BLOCK_ITERATIONS = 64
 MAX_TIMING_MS = 1500.0  # give up settling after this long (or 8 iterations), report the median
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How long level 1 may spend settling on one number."""
+
+    max_blocks: int
+    max_timing_ms: float
+    min_budget_iterations: int  # the budget covers at least this many iterations
+    first_block_counts: bool  # the first timed iteration is a block (else a last warm-up)
+
+
+HEADLINE = Precision(MAX_BLOCKS, MAX_TIMING_MS, 8, first_block_counts=False)
+SAMPLE = Precision(6, MAX_TIMING_MS / 3, 3, first_block_counts=True)
 
 
 @dataclass
@@ -71,10 +93,20 @@ def measure_level1(
     device: Device,
     batch_size: int,
     warmup: int = MIN_WARMUP,
+    precision: Precision | None = None,
 ) -> IterationResult:
-    """Build a fresh trial and measure it; raises the device's OOM types unchanged."""
+    """Build a fresh trial and measure it; raises the device's OOM types unchanged.
+
+    ``precision`` None means ``SAMPLE`` while ``collect_samples`` runs (the measuring function
+    it calls is the caller's, so this is how the extra samples learn they are extra), else
+    ``HEADLINE``.
+    """
     import torch
 
+    from skyline_nb.profiler.sampling import sampling_in_progress
+
+    if precision is None:
+        precision = SAMPLE if sampling_in_progress() else HEADLINE
     warmup = max(warmup, MIN_WARMUP)
     if device.kind == "cuda" and torch.backends.cudnn.benchmark:
         warmup = max(warmup, CUDNN_WARMUP)
@@ -91,12 +123,15 @@ def measure_level1(
             trial, peak = _tracked_warmup(build, device)
             for _ in range(warmup - 3):
                 trial.step()
-        first_ms, value = _time_block(trial, device, 1)  # the last warm-up sizes the blocks
-        means: list[float] = []
+        first_ms, value = _time_block(trial, device, 1)  # sizes the blocks
+        # A lone iteration is a block only where a block would be one iteration anyway.
+        counts = precision.first_block_counts and _block_size(first_ms) == 1
+        means: list[float] = [first_ms] if counts else []
         converged = False
-        spent, budget = first_ms, max(MAX_TIMING_MS, 8 * first_ms)
+        spent = first_ms
+        budget = max(precision.max_timing_ms, precision.min_budget_iterations * first_ms)
         mean = first_ms
-        while len(means) < MAX_BLOCKS and spent < budget:
+        while len(means) < precision.max_blocks and spent < budget:
             n = _block_size(mean)
             mean, value = _time_block(trial, device, n)
             means.append(mean)

@@ -15,6 +15,12 @@ known limit and the next try halves the gap to the last size that worked; after 
 only sizes below the user's are tried. With a lone point and nothing smaller (batch 1), one
 size above is probed even if the one-point bound forbids it: that bound assumes no weights.
 
+Three points by default (the user's batch, 2× and 4×): the fewest a fit with residuals needs,
+and the extra sampling must cost at most 1.5× the profile itself (issue 4); an 8× point alone
+costs about as many batch-iterations as the whole profile. While ``collect_samples`` runs,
+``sampling_in_progress()`` is true, which ``iteration.measure_level1`` reads to take the extra
+samples with its leaner ``SAMPLE`` precision (the measuring function is the caller's).
+
 Imports no torch: the caller passes ``measure`` and the exception types that mean "out of
 memory" on its device (``torch.OutOfMemoryError`` on CUDA), so this module can be tested with a
 fake machine.
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from skyline_nb.report import Sample
@@ -47,6 +54,14 @@ REACH = MULTIPLES[-1]
 # ABOVE_RETRIES of them, only sizes below the user's (which fit, since the user's did) are tried.
 MAX_FAILURES = 4
 ABOVE_RETRIES = 2
+DEFAULT_POINTS = MIN_POINTS
+
+_SAMPLING: ContextVar[bool] = ContextVar("skyline_nb_sampling", default=False)
+
+
+def sampling_in_progress() -> bool:
+    """True inside ``collect_samples``: measurements now are extra samples, not the headline."""
+    return _SAMPLING.get()
 
 
 def collect_samples(
@@ -55,7 +70,7 @@ def collect_samples(
     capacity_bytes: int,
     *,
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
-    max_points: int = 4,
+    max_points: int = DEFAULT_POINTS,
 ) -> tuple[list[Sample], str | None]:
     """Measure ``first`` plus up to ``max_points − 1`` more batch sizes; return them sorted.
 
@@ -72,19 +87,23 @@ def collect_samples(
     if first.batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {first.batch_size}")
     state = _State(first.batch_size, capacity_bytes, {first.batch_size: first})
-    while len(state.measured) < max_points and state.failures < MAX_FAILURES:
-        target = state.next_target()
-        if target is None:
-            break
-        try:
-            sample = measure(target)
-        except oom_errors:
-            state.failed(target)
-            continue
-        if 0 < capacity_bytes < sample.peak_bytes:
-            state.failed(target)  # over the budget: as good as out of memory
-            continue
-        state.measured[target] = sample
+    token = _SAMPLING.set(True)
+    try:
+        while len(state.measured) < max_points and state.failures < MAX_FAILURES:
+            target = state.next_target()
+            if target is None:
+                break
+            try:
+                sample = measure(target)
+            except oom_errors:
+                state.failed(target)
+                continue
+            if 0 < capacity_bytes < sample.peak_bytes:
+                state.failed(target)  # over the budget: as good as out of memory
+                continue
+            state.measured[target] = sample
+    finally:
+        _SAMPLING.reset(token)
     samples = [state.measured[size] for size in sorted(state.measured)]
     return samples, state.reason()
 

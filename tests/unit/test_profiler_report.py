@@ -154,6 +154,19 @@ def test_backward_is_linked_to_forward_ops(reports):
         assert total and linked / total > 0.9, (name, linked, total)
 
 
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_op_windows_fit_in_the_instrumented_iteration(reports, name):
+    """CPU ops run one after another, so their windows are disjoint: Σ ≤ the iteration's wall.
+
+    An op timed twice (a composite op and its parts, or a nested dispatch) would break this.
+    """
+    report = reports[name]
+    ops = [n for n in report.tree.walk() if n.kind == "op"]
+    total = sum(n.forward_ms + (n.backward_ms or 0.0) for n in ops)
+    assert 0 < total <= report.instrumented_ms, (name, total, report.instrumented_ms)
+    assert all(n.forward_ms >= 0 and (n.backward_ms or 0.0) >= 0 for n in ops)
+
+
 def test_json_round_trip_of_a_real_report(reports, tmp_path):
     report = reports["cnn"]
     assert Report.from_dict(report.to_dict()) == report

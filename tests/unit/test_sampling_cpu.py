@@ -7,11 +7,16 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # real iterations: about 10 s on a busy 2-core machine
 
+from collections.abc import Callable  # noqa: E402
+
 from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
+from skyline_nb.profiler import iteration  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.iteration import measure_iteration  # noqa: E402
+from skyline_nb.profiler.providers import Trial  # noqa: E402
 from skyline_nb.profiler.sampling import collect_samples  # noqa: E402
+from skyline_nb.report import Sample  # noqa: E402
 
 PROVIDERS = (mlp.skyline_model_provider, mlp.skyline_input_provider,
              mlp.skyline_iteration_provider)
@@ -49,3 +54,60 @@ def test_cpu_budget_exceeded_backs_off() -> None:
     sizes = [s.batch_size for s in samples]
     assert reason is None and 32 not in sizes and 16 in sizes
     assert all(s.peak_bytes <= budget for s in samples)
+
+
+def _fixed_clock(monkeypatch: pytest.MonkeyPatch, ms: float) -> list[int]:
+    """Every timed block lasts ``ms`` per iteration; returns the block sizes as they run."""
+    blocks: list[int] = []
+
+    def time_block(trial, device, n):
+        blocks.append(n)
+        return ms, trial.step()
+
+    monkeypatch.setattr(iteration, "_time_block", time_block)
+    return blocks
+
+
+def _count_steps() -> tuple[Callable[[], Trial], list[int]]:
+    steps = [0]
+
+    def step() -> None:
+        steps[0] += 1
+
+    def build() -> Trial:
+        return Trial(torch.nn.Linear(2, 2), step, (), {}, [], "test")
+
+    return build, steps
+
+
+def test_extra_samples_are_measured_leaner_than_the_headline(monkeypatch) -> None:
+    """A 40 ms iteration: the headline times one more iteration (a last warm-up) than an extra
+    sample, whose first timed iteration already counts; both settle on 40 ms."""
+    blocks = _fixed_clock(monkeypatch, 40.0)
+    build, steps = _count_steps()
+    device = resolve_device("cpu")
+    headline = iteration.measure_level1(build, device, 8)
+    headline_steps, headline_blocks = steps[0], list(blocks)
+    steps[0], blocks[:] = 0, []
+    results = []
+
+    def measure(batch: int) -> Sample:
+        results.append(iteration.measure_level1(build, device, batch))
+        return results[-1].sample()
+
+    collect_samples(measure, headline.sample(), 0)
+    assert headline.converged and headline.iteration_ms == 40.0
+    assert headline_blocks == [1, 1, 1] and headline_steps == 2 + 3  # tracked warm-up + timed
+    assert [r.batch_size for r in results] == [16, 32]
+    assert all(r.converged and r.iteration_ms == 40.0 for r in results)
+    assert blocks == [1, 1] * 2 and steps[0] == (2 + 2) * 2
+    assert iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE).converged
+
+
+def test_a_short_first_iteration_is_not_a_sample_block(monkeypatch) -> None:
+    """At 2 ms an iteration is shorter than a block: the lone first one stays a warm-up."""
+    blocks = _fixed_clock(monkeypatch, 2.0)
+    build, _ = _count_steps()
+    result = iteration.measure_level1(build, resolve_device("cpu"), 8,
+                                      precision=iteration.SAMPLE)
+    assert blocks == [1, 13, 13] and result.block_means == [2.0, 2.0]
