@@ -16,6 +16,13 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
 Held-out sizes are 0.75, 1.5, 2, 3 and 4 × the largest sample. Bars (issue 4) — CPU: time mean
 ≤ 5 %, memory mean ≤ 1 %, sampling ≤ 1.5× the profile; GPU: time ≤ 2 %, memory ≤ 0.5 %.
 
+Clock: ``--clock wall`` (default) is what the profiler reports. ``--clock cpu`` times level 1
+with this process's CPU time instead (with ``--threads 1`` the same as the wall clock on an idle
+machine): on a shared machine other processes stretch wall-clock iterations by up to 2×, which
+hides how well a line fits; CPU time keeps the model's own work. Sampling cost is wall time in
+both. "upper pair" columns: the line through the two largest samples instead of least squares,
+for curves that bend upward (a peak is a max over phases, so it is convex in the batch).
+
 Sizes: ``--scale bench`` (default) sizes the models so that an iteration at the starting batch
 is tens of milliseconds on one CPU core (the stock examples' MLP is 2 ms: noise and fixed
 overheads, not the batch, would decide its time), and GPU-bound widths on CUDA;
@@ -76,6 +83,8 @@ class Row:
     held_out: list[int] = field(default_factory=list)
     time_errors: list[float] = field(default_factory=list)  # median fit, signed %, per size
     memory_errors: list[float] = field(default_factory=list)
+    upper_time_errors: list[float] = field(default_factory=list)  # line through top 2
+    upper_memory_errors: list[float] = field(default_factory=list)
     one_profile_time: float = float("nan")  # median over rounds of a round's mean |error| %
     spread: list[float] = field(default_factory=list)  # per held-out size, %
     sample_spread: list[float] = field(default_factory=list)  # per sample size, %
@@ -115,6 +124,32 @@ def providers(name: str, kind: str, scale: str) -> tuple[Providers, str]:
     return (model_provider, input_provider, module.skyline_iteration_provider), label
 
 
+def cpu_clock_device(torch_device: Any) -> Any:
+    """A CPU device whose level-1 timer reads this process's CPU time (see ``--clock``)."""
+    from skyline_nb.profiler.device import Device, Timer
+
+    class ProcessTimer(Timer):
+        def start(self) -> None:
+            self._start = time.process_time_ns()
+
+        def stop(self) -> None:
+            self._stop = time.process_time_ns()
+
+    class CPUClockDevice(Device):
+        def timer(self) -> Timer:
+            return ProcessTimer()
+
+    return CPUClockDevice(torch_device)
+
+
+def upper_pair(samples: list[Sample]) -> tuple[Callable[[int], float], Callable[[int], float]]:
+    """Time and memory lines through the two largest samples."""
+    (x0, t0, m0), (x1, t1, m1) = ((s.batch_size, s.iteration_ms, s.peak_bytes)
+                                  for s in samples[-2:])
+    return (lambda x: t0 + (t1 - t0) * (x - x0) / (x1 - x0),
+            lambda x: m0 + (m1 - m0) * (x - x0) / (x1 - x0))
+
+
 def median_sample(runs: list[Sample]) -> Sample:
     return Sample(runs[0].batch_size, statistics.median(s.iteration_ms for s in runs),
                   int(statistics.median(s.peak_bytes for s in runs)))
@@ -149,7 +184,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
     for round_ in range(repeats):
         for predict in (False, True) if round_ % 2 == 0 else (True, False):
             began = time.perf_counter()
-            report = skyline_nb.profile(*provs, batch_size=start, device=device.torch_device,
+            report = skyline_nb.profile(*provs, batch_size=start, device=device,
                                         predict=predict)
             walls[predict].append(time.perf_counter() - began)
             if predict:
@@ -163,7 +198,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
             row.held_out = sorted({round(largest * f) for f in HELD_OUT} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
         for batch in order:
-            held.setdefault(batch, []).append(measure_iteration(*provs, batch, device.torch_device))
+            held.setdefault(batch, []).append(measure_iteration(*provs, batch, device))
     row.profile_s = statistics.median(walls[False])
     row.sampling_s = statistics.median(t - f for t, f in zip(walls[True], walls[False],
                                                               strict=True))
@@ -183,11 +218,14 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
     )
     row.r2_time = fit.time.r2
     truth = {b: median_sample(runs) for b, runs in held.items()}
+    upper_time, upper_memory = upper_pair(samples)
     for batch in row.held_out:
         actual = truth[batch]
         row.spread.append(spread([r.iteration_ms for r in held[batch]]))
         row.time_errors.append(relative(fit.predict_iteration_ms(batch), actual.iteration_ms))
         row.memory_errors.append(relative(fit.predict_peak_bytes(batch), actual.peak_bytes))
+        row.upper_time_errors.append(relative(upper_time(batch), actual.iteration_ms))
+        row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
     row.one_profile_time = statistics.median(
         mean_abs([relative(r.models.predict_iteration_ms(b), truth[b].iteration_ms)
                   for b in row.held_out])
@@ -216,6 +254,7 @@ def header(args: argparse.Namespace, device_name: str) -> str:
         f"torch {torch.__version__} (threads {torch.get_num_threads()}) · "
         f"load average at start {load[0]:.1f} {load[1]:.1f} {load[2]:.1f}",
         f"device:  {device_name}",
+        f"clock:   {args.clock} (level 1; sampling cost is always wall time)",
         f"rounds:  {args.repeats}, interleaved (profile pair, then every held-out size once)",
         "errors:  (predicted − measured median) / measured median at held-out sizes, % "
         "(median fit: lines through the median samples; 1-prof: one profile's own models, "
@@ -230,13 +269,13 @@ def table(rows: list[Row], kind: str) -> str:
     lines = [
         "| model | size | start | start ms | samples | held-out | time mean % | time max % | "
         "1-prof time % | spread % | sample spread % | mem mean % | mem max % | R² time | "
-        "profile s | sampling s | ratio | bars |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "profile s | sampling s | ratio | bars | upper pair time / mem mean % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.reason:
             lines.append(f"| {r.model} | {r.size} | {r.start} | — | — | — | {r.reason} |"
-                         + " |" * 11)
+                         + " |" * 12)
             continue
         failed = [what for what, fine in (
             ("time", mean_abs(r.time_errors) <= time_bar),
@@ -251,7 +290,8 @@ def table(rows: list[Row], kind: str) -> str:
             f"{mean_abs(r.sample_spread):.1f} | {mean_abs(r.memory_errors):.2f} | "
             f"{max_abs(r.memory_errors):.2f} | {r.r2_time:.4f} | {r.profile_s:.2f} | "
             f"{r.sampling_s:.2f} | {r.ratio:.2f} | "
-            f"{'FAIL ' + '+'.join(failed) if failed else 'pass'} |"
+            f"{'FAIL ' + '+'.join(failed) if failed else 'pass'} | "
+            f"{mean_abs(r.upper_time_errors):.1f} / {mean_abs(r.upper_memory_errors):.2f} |"
         )
     lines += ["", "signed time errors % per held-out size, median fit (negative: too little):"]
     for r in rows:
@@ -274,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1,
                         help="torch.set_num_threads (default 1: on a shared 2-core machine a "
                              "second intra-op thread waits for a busy core, which adds noise)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="level-1 clock on CPU (see the module docstring)")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
     args = parser.parse_args(argv)
     import torch
@@ -282,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     from skyline_nb.profiler.device import resolve_device
 
     device = resolve_device(args.device)
+    if args.clock == "cpu":
+        if device.kind != "cpu":
+            parser.error("--clock cpu is for the CPU device")
+        device = cpu_clock_device(device.torch_device)
     capacity = device.capacity_bytes()
     print(header(args, f"{device.name()} · capacity {capacity / 2**30:.1f} GiB"), flush=True)
     print()

@@ -192,6 +192,14 @@ class LiveProfile:
             return True  # the error is in the widget; the user's cell itself succeeded
         return True
 
+    def on_cell_failed(self, cell_id: str | None, exc: BaseException | None) -> None:
+        """Our source cell raised (or did not parse): say so above the last good profile."""
+        if self.cell is None or cell_id is None or cell_id != self.cell.cell_id:
+            return
+        what = _readable(exc) if exc is not None else "it raised"
+        self.widget.error = (f"The source cell did not run ({what.splitlines()[0]}); the profile "
+                             "below is from its last successful run.")
+
 
 def variable_input_provider(input_p: Callable[..., Any], namespace: dict[str, Any],
                             variable: str) -> Callable[..., Any]:
@@ -244,6 +252,8 @@ def _int_variable(namespace: dict[str, Any], name: str) -> int:
 def _readable(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return "Profiling was interrupted."
+    if isinstance(exc, SyntaxError):  # its str() names the kernel's temporary file
+        return f"{type(exc).__name__}: {exc.msg}" + (f", line {exc.lineno}" if exc.lineno else "")
     text = f"{type(exc).__name__}: {exc}"
     tb = traceback.extract_tb(exc.__traceback__)
     user = [f for f in tb if "skyline_nb" not in f.filename.replace("\\", "/")]

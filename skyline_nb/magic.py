@@ -73,9 +73,16 @@ class SkylineMagics(Magics):
         if cell is not None:
             source_cell = self._run_cell_body(cell)
             if source_cell is None:
-                return  # the body raised; IPython already showed the traceback
+                # IPython already showed the body's error; fail the cell too, so that Run All
+                # stops here, with one line rather than a second traceback.
+                raise UsageError("%%skyline: the cell's code failed (see above); nothing was "
+                                 "profiled")
         resolve = _resolver(namespace, args)
-        _, input_p, _ = resolve()  # fail early, as a UsageError, before any widget appears
+        try:
+            _, input_p, _ = resolve()  # fail early, before any profiling
+        except UsageError as exc:
+            _show_error(f"Nothing to profile: {exc}")
+            raise
         if source_cell is None:
             source_cell = _cell_of(input_p)
         request = ProfileRequest(
@@ -150,11 +157,24 @@ class SkylineMagics(Magics):
     def on_post_run_cell(self, result: Any) -> None:
         """Re-profile live widgets whose source cell just ran (unless --no-watch)."""
         info = getattr(result, "info", None)
-        if info is None or not result.success or info.raw_cell.lstrip().startswith("%%skyline"):
+        if info is None or info.raw_cell.lstrip().startswith("%%skyline"):
             return
         self.live = [p for p in self.live if p.widget.comm is not None]
+        cell_id = getattr(info, "cell_id", None)
         for live in self.live:
-            live.on_cell_ran(getattr(info, "cell_id", None), info.raw_cell)
+            if result.success:
+                live.on_cell_ran(cell_id, info.raw_cell)
+            else:
+                live.on_cell_failed(cell_id, result.error_before_exec or result.error_in_exec)
+
+
+def _show_error(message: str) -> None:
+    """A widget that only says what went wrong (no kernel side serves it)."""
+    from IPython.display import display
+
+    from skyline_nb.widget import SkylineWidget
+
+    display(SkylineWidget(error=message))
 
 
 def _with_newline(text: str) -> str:

@@ -260,7 +260,9 @@ def _find_provider(tree: ast.Module, names: tuple[str, ...]) -> ast.FunctionDef 
         ]
         if len(defs) > 1:
             lines = ", ".join(str(node.lineno) for node in defs)
-            raise SourceEditRefused(f"ambiguous: `{name}` is defined {len(defs)} times ({lines})")
+            raise SourceEditRefused(
+                f"ambiguous: `{name}` is defined {len(defs)} times (lines {lines})"
+            )
         if defs:
             if isinstance(defs[0], ast.AsyncFunctionDef):
                 raise SourceEditRefused(f"`{name}` is an `async def`; it must be a plain function")

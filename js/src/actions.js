@@ -10,13 +10,26 @@ export function hasKernel(model) {
   return typeof model?.send === "function" && !model.standalone;
 }
 
+// Per model: "sent" once pinged, "answered" once a pong came back (sticky: a later view's
+// ping does not forget it). Never pinged = unknown.
+const pings = new WeakMap();
+
+/** false when this model was pinged and no kernel answered yet (edit.js then skips the kernel). */
+export function serverAnswered(model) {
+  if (!model || typeof model !== "object") return false;
+  return pings.has(model) ? pings.get(model) === "answered" : null;
+}
+
 // A notebook reopened with a fresh kernel restores this widget from saved state (`live` still
 // true) but no kernel object serves it any more: show the buttons only once the kernel side
 // answers a ping.
 function awaitServer(model, signal, onAnswer) {
   if (typeof model.on !== "function") return;
+  if (pings.get(model) !== "answered") pings.set(model, "sent");
   const onMsg = (msg) => {
-    if (msg && msg.kind === "pong") onAnswer();
+    if (!msg || msg.kind !== "pong") return;
+    pings.set(model, "answered");
+    onAnswer();
   };
   model.on("msg:custom", onMsg);
   signal?.addEventListener("abort", () => model.off?.("msg:custom", onMsg));
@@ -36,7 +49,10 @@ export function createActions({ model, predictor, signal, getBatch }) {
   const result = h("div", { class: "sk-measurement", data: { skyline: "measurement" }, attrs: { "aria-live": "polite" } });
   const buttons = h("div", { class: "sk-action-buttons", attrs: { hidden: "" } }, [reprofile, measure]);
   const el = h("div", { class: "sk-actions" }, [live ? buttons : null, result]);
-  if (live) awaitServer(model, signal, () => { buttons.hidden = false; });
+  if (live) {
+    awaitServer(model, signal, () => { buttons.hidden = false; });
+    if (serverAnswered(model)) buttons.hidden = false; // an earlier view already heard a pong
+  }
 
   reprofile.addEventListener("click", () => model.send({ kind: "reprofile" }), { signal });
   measure.addEventListener("click", () => model.send({ kind: "measure", batch_size: getBatch() }), { signal });

@@ -2,8 +2,10 @@
 // peak memory relative to the device's capacity. Dragging either bar asks the models which batch
 // size would give that value; everything else follows live. Drags are RELATIVE (the value moves
 // by how far the pointer moves, pressing does not jump) and use pointer capture, so leaving the
-// bar mid-drag keeps dragging — the original Skyline lost the drag there. The keyboard steps the
-// batch size itself: arrows ±1, Page ±10 %, Home/End to the extremes.
+// bar mid-drag keeps dragging — the original Skyline lost the drag there. A drag moves along the
+// fitted line from the prediction at the batch it started on (dragValues), so it is continuous
+// and monotonic even though the bar starts at the measured value, which noise puts off the line.
+// The keyboard steps the batch size itself: arrows ±1, Page ±10 %, Home/End to the extremes.
 
 import { h, setText } from "./dom.js";
 import { formatBytes, formatThroughput } from "./format.js";
@@ -44,6 +46,24 @@ function metrics(report, predictor) {
     ...m,
     valueAt: (batch) => (batch === measuredBatch || !live ? m.measured : m.predict(batch)),
   }));
+}
+
+const BLEND_SPAN = 0.1; // the drawn bar joins the fitted line within 10 % of the bar's range
+
+/**
+ * One drag step. `start` is the model's prediction at the batch the drag began on and `shown`
+ * the value the bar was drawn at (the measured one there); `delta` is how far the pointer moved,
+ * in value units. `model` (clamped to [lo, hi]) is what gets inverted into a batch size: it
+ * starts exactly on the line, so the first pixels cannot pick a batch on the wrong side of the
+ * profiled one. `shown` is where the bar is drawn: it starts where the bar was and blends into
+ * the line over max(2·|offset|, span), which keeps it strictly increasing in `delta`.
+ */
+export function dragValues({ start, shown, delta, lo, hi, span }) {
+  const model = clamp(start + delta, Math.min(lo, hi), Math.max(lo, hi));
+  const offset = Number.isFinite(shown) ? shown - start : 0;
+  const reach = Math.max(2 * Math.abs(offset), span);
+  const weight = reach > 0 ? Math.max(0, 1 - Math.abs(model - start) / reach) : 0;
+  return { model, shown: model + offset * weight };
 }
 
 export function createBars({ report, predictor, signal, onPreview, onCommit, initialBatch }) {
@@ -155,14 +175,15 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
         // while the pointer stays over the bar.
       }
       const height = track.getBoundingClientRect().height || track.clientHeight || FALLBACK_TRACK_PX;
-      drag = { id: e.pointerId, y: e.clientY, value: m.valueAt(batch), height };
+      drag = { id: e.pointerId, y: e.clientY, start: m.predict(batch), shown: m.valueAt(batch), height };
       track.classList.add("sk-dragging");
     }, opts);
 
     track.addEventListener("pointermove", (e) => {
       if (!drag || e.pointerId !== drag.id) return;
-      const v = clamp(drag.value + ((drag.y - e.clientY) / drag.height) * m.max, Math.min(lo, hi), Math.max(lo, hi));
-      preview(m.batchFor(v), view, v);
+      const delta = ((drag.y - e.clientY) / drag.height) * m.max;
+      const { model, shown } = dragValues({ ...drag, delta, lo, hi, span: BLEND_SPAN * m.max });
+      preview(m.batchFor(model), view, shown);
     }, opts);
 
     const end = (e) => {

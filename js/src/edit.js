@@ -12,7 +12,7 @@
 // Offsets: report.source gives Python str offsets (code points); editors count UTF-16 units,
 // so they are converted unless the report already carries start_utf16/end_utf16.
 
-import { hasKernel } from "./actions.js";
+import { hasKernel, serverAnswered } from "./actions.js";
 import { h } from "./dom.js";
 
 const LOCATE_TIMEOUT_MS = 3000;
@@ -95,6 +95,9 @@ export function relocate(current, span) {
 export function locateInKernel(model, code, batch, timeoutMs = LOCATE_TIMEOUT_MS) {
   if (!hasKernel(model) || typeof model.on !== "function") return Promise.resolve(null);
   if (typeof model.get === "function" && model.get("live") === false) return Promise.resolve(null);
+  // Pinged and never answered (a reopened notebook: no kernel object serves this widget):
+  // nobody would answer, so do not wait out the timeout.
+  if (serverAnswered(model) === false) return Promise.resolve(null);
   const request = `locate-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   return new Promise((resolve) => {
     let timer = null;
@@ -247,6 +250,7 @@ export function createEditNotice({ signal }) {
   function show(result) {
     el.replaceChildren(h("span", { class: "sk-edit-message", text: result.message }));
     el.classList.toggle("sk-edit-ok", Boolean(result.ok));
+    el.classList.toggle("sk-edit-refused", !result.ok);
     el.dataset.via = result.via || ""; // which way the edit went (or "manual"), for tests
     if (result.text) {
       const box = h("input", { class: "sk-copy-text", data: { skyline: "copy-text" }, attrs: { readonly: "", value: result.text, "aria-label": "Batch size line to copy" } });

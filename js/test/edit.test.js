@@ -297,7 +297,7 @@ describe("(a) with the extension, the literal is re-located in the current text 
     const report = loadReport("small");
     const typed = `${report.source.code}\ndef skyline_input_provider(batch_size=8):\n    pass\n`;
     ext = fakeExtension(typed);
-    const reason = "ambiguous: `skyline_input_provider` is defined 2 times (19, 31)";
+    const reason = "ambiguous: `skyline_input_provider` is defined 2 times (lines 19, 31)";
     const model = kernelModel(() => ({ ok: false, reason }));
     const result = await applyEdit({ el: inDocument(), model, report, batch: 48 });
     expect(result).toMatchObject({ ok: false, via: "manual", text: "batch_size = 48" });

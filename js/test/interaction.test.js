@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { formatPercent } from "../src/format.js";
+import { dragValues } from "../src/bars.js";
 import { lineKey } from "../src/lines.js";
 import { Predictor } from "../src/predict.js";
 import { key, loadReport, mount, pointer, setRect } from "./helpers.js";
@@ -182,6 +183,48 @@ describe("dragging the key-metric bars", () => {
     expect(predicted()).toBe(report.models.max_batch_size);
     pointer(view.q("throughput-bar"), "pointermove", { clientY: 9000 });
     expect(predicted()).toBe(1);
+  });
+
+  test.each([["below", 0.85], ["above", 1.15]])("measured %s the fitted line: the drag is continuous and never goes the wrong way", (_, factor) => {
+    const report = loadReport("small");
+    const p = new Predictor(report.models);
+    report.throughput = p.predictThroughput(32) * factor; // noise: the measurement is off the line
+    view = mount({ report });
+    const bar = view.q("throughput-bar");
+    const ys = Array.from({ length: 30 }, (_, i) => 250 - i);
+    const drawnBefore = Number(bar.getAttribute("aria-valuenow"));
+    const seen = dragSequence(bar, ys.slice(0, 2));
+    // One pixel up: the bar is still about where it was drawn, and the batch did not drop.
+    expect(Math.abs(Number(bar.getAttribute("aria-valuenow")) - drawnBefore)).toBeLessThan(0.02 * p.maxThroughput);
+    expect(seen[0]).toBeGreaterThanOrEqual(32);
+    let drawn = Number(bar.getAttribute("aria-valuenow"));
+    for (const y of ys.slice(2)) {
+      pointer(bar, "pointermove", { clientY: y });
+      const now = Number(bar.getAttribute("aria-valuenow"));
+      expect(now).toBeGreaterThan(drawn); // the bar follows the pointer without a step back
+      seen.push(predicted());
+      drawn = now;
+    }
+    for (let i = 1; i < seen.length; i++) expect(seen[i]).toBeGreaterThanOrEqual(seen[i - 1]);
+    expect(seen.at(-1)).toBeGreaterThan(32);
+    // Back down past the start: below 32, never a jump back above it.
+    pointer(bar, "pointermove", { clientY: 262 });
+    expect(predicted()).toBeLessThan(32);
+  });
+
+  test("dragValues: starts on the drawn value, is increasing, and joins the fitted line", () => {
+    const args = { start: 100, shown: 90, lo: 0, hi: 200, span: 5 };
+    expect(dragValues({ ...args, delta: 0 })).toEqual({ model: 100, shown: 90 });
+    let last = -Infinity;
+    for (let delta = -60; delta <= 60; delta += 0.5) {
+      const { model, shown } = dragValues({ ...args, delta });
+      expect(model).toBe(100 + delta);
+      expect(shown).toBeGreaterThan(last);
+      last = shown;
+    }
+    expect(dragValues({ ...args, delta: 20 }).shown).toBe(120); // 2·|offset| away: on the line
+    expect(dragValues({ ...args, delta: 500 })).toEqual({ model: 200, shown: 200 });
+    expect(dragValues({ ...args, shown: 100, delta: 3 })).toEqual({ model: 103, shown: 103 });
   });
 
   test("pressing without moving does not change the batch size", () => {

@@ -11,8 +11,8 @@ measured with the leaner ``SAMPLE`` precision: a profile with predictions must c
 1.5× one without (issue 4), and three points at 1×, 2× and 4× the batch already cost about 2×
 the iterations of the whole profile when time grows with the batch. So a sample's timing starts
 right after the two tracked warm-ups (its first timed block counts), stops at the first two
-blocks that agree, and has a third of the headline's time budget. The headline number keeps
-the full warm-up and budget.
+blocks that agree or after one timed iteration of ≥ 50 ms, and has a sixth of the headline's
+time budget. The headline number keeps the full warm-up and budget.
 
 Peak memory: on CUDA the allocator's peak over model creation, warm-up and timing, minus what was
 allocated before (the kernel's baseline). On CPU a live-storage tracker runs over model creation
@@ -52,10 +52,14 @@ class Precision:
     max_timing_ms: float
     min_budget_iterations: int  # the budget covers at least this many iterations
     first_block_counts: bool  # the first timed iteration is a block (else a last warm-up)
+    enough_ms: float = math.inf  # one timed iteration this long settles it alone
 
 
 HEADLINE = Precision(MAX_BLOCKS, MAX_TIMING_MS, 8, first_block_counts=False)
-SAMPLE = Precision(6, MAX_TIMING_MS / 3, 3, first_block_counts=True)
+# At most 4 blocks and ~250 ms; one iteration of ≥ 2 blocks' length (50 ms) is enough: on an
+# idle CPU it varies by ~1-2 %, on a busy machine more blocks rarely settle anyway, and each
+# timed iteration at 2× and 4× the batch costs 6 of the user's batch out of the 1.5× budget.
+SAMPLE = Precision(4, 250.0, 2, first_block_counts=True, enough_ms=2 * TARGET_BLOCK_MS)
 
 
 @dataclass
@@ -127,11 +131,11 @@ def measure_level1(
         # A lone iteration is a block only where a block would be one iteration anyway.
         counts = precision.first_block_counts and _block_size(first_ms) == 1
         means: list[float] = [first_ms] if counts else []
-        converged = False
+        converged = counts and first_ms >= precision.enough_ms
         spent = first_ms
         budget = max(precision.max_timing_ms, precision.min_budget_iterations * first_ms)
         mean = first_ms
-        while len(means) < precision.max_blocks and spent < budget:
+        while not converged and len(means) < precision.max_blocks and spent < budget:
             n = _block_size(mean)
             mean, value = _time_block(trial, device, n)
             means.append(mean)
@@ -141,7 +145,7 @@ def measure_level1(
                 break
         if not means:
             means.append(first_ms)
-        iteration_ms = (means[-1] + means[-2]) / 2 if converged else statistics.median(means)
+        iteration_ms = statistics.mean(means[-2:]) if converged else statistics.median(means)
         if device.kind == "cuda":
             peak = int(device.max_memory_allocated() or 0) - int(baseline or 0)
         return IterationResult(batch_size, iteration_ms, peak, means, converged, value)

@@ -20,6 +20,14 @@ as root-level "unlinked" entries. On CUDA an op's event pair also spans its laun
 model is launch-bound (small kernels, the GPU idles between them), the instrumented launch path
 is slower than the plain one, so Σ op times exceeds the iteration and untracked goes negative
 (seen on an H100 with the small examples: −37 … −125 %); GPU-bound models do not have this.
+
+On CPU each window still carries what a call from Python costs below the dispatch mode (schema
+argument parsing, wrapping the outputs): ~2 µs per op that the plain iteration, whose backward
+and optimizer kernels are called from C++, never spends. That biases Σ op time up by
+n_ops × ~2 µs (about 1–4 % for the examples; most visible in Adam's ~250 tiny ops). With more
+than one intra-op thread, OpenMP workers that fall asleep in the instrumentation gaps between
+ops are woken inside the next op's window (dramatic when cores are oversubscribed). Numbers:
+benchmarks/RESULTS-profiler.md.
 """
 
 from __future__ import annotations

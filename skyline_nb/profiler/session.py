@@ -196,7 +196,9 @@ def _instrumented(
     if untracked_ms < 0:
         warnings.append(
             f"the ops measured one by one sum to {ops_ms:.3f} ms, more than the uninstrumented "
-            f"iteration ({level1.iteration_ms:.3f} ms); untracked time is negative (timing noise)"
+            f"iteration ({level1.iteration_ms:.3f} ms); untracked time is negative (timing noise, "
+            "the ~2 µs Python dispatch cost each timed op carries, or worker threads woken "
+            "after instrumentation gaps; see benchmarks/RESULTS-profiler.md)"
         )
     warnings.extend(_finite_checks(value, params, trial.where))
     tree = build_tree(

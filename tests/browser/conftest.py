@@ -362,3 +362,24 @@ def notebook(request: pytest.FixtureRequest, browser: Any, frontend: str) -> Ite
                     notebook.shut_down_kernel()
     finally:
         context.close()
+
+
+@contextlib.contextmanager
+def user_settings(server: JupyterServer, plugin: str, values: dict[str, Any]) -> Iterator[None]:
+    """Override one plugin's user settings (e.g. turn notebook windowing back ON) for the pages
+    opened inside the block; the file the session started with comes back afterwards.
+
+    `plugin` is a USER_SETTINGS key ("@jupyterlab/notebook-extension/tracker"). The server reads
+    the file on each request, so only pages (re)loaded inside the block see the override.
+    """
+    path = Path(server.env["JUPYTERLAB_SETTINGS_DIR"]) / f"{plugin}.jupyterlab-settings"
+    before = path.read_text() if path.exists() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**USER_SETTINGS.get(plugin, {}), **values}))
+    try:
+        yield
+    finally:
+        if before is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(before)

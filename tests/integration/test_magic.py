@@ -38,7 +38,9 @@ def skyline_iteration_provider(model):
 
 @pytest.fixture
 def ip():
-    shell = start_ipython() or get_ipython()  # starts once per process, then returns None
+    # Reuse a shell another test module already made (a second one would be a traitlets
+    # MultipleInstanceError); start IPython's test shell only when there is none.
+    shell = get_ipython() or start_ipython() or get_ipython()
     shell.run_line_magic("load_ext", "skyline_nb")
     for name in [n for n in shell.user_ns if n.startswith(("skyline_", "deepview_"))]:
         del shell.user_ns[name]
@@ -169,3 +171,24 @@ def test_live_widget_answers_ping_and_locate(ip):
     located = sent[1]
     assert located["kind"] == "located" and located["request"] == "r1" and located["ok"]
     assert edited[located["start"]:located["end"]] == "12" and located["replacement"] == "40"
+
+
+def test_a_failing_source_cell_shows_in_the_widget_until_it_runs_again(ip):
+    run(ip, PROVIDERS, "cell-s")
+    assert run(ip, "%skyline --no-predict", "cell-t").success
+    live = ip._skyline_nb_magics.live[-1]
+    assert not run(ip, PROVIDERS + "\ndef broken(:\n    pass\n", "cell-s").success
+    line = (PROVIDERS + "\ndef broken(:\n").count("\n")  # the cell's own line number
+    assert live.widget.error == (
+        f"The source cell did not run (SyntaxError: invalid syntax, line {line}); the profile "
+        "below is from its last successful run."
+    )
+    assert live.widget.report["batch_size"] == 12  # the last good profile stays
+    assert run(ip, PROVIDERS, "cell-s").success
+    assert live.widget.error == ""
+
+
+def test_a_failing_cell_magic_body_fails_the_cell(ip):
+    result = run(ip, "%%skyline --no-predict\nx = (\n", "cell-u")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "nothing was profiled" in str(result.error_in_exec)

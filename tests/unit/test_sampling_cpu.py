@@ -111,3 +111,16 @@ def test_a_short_first_iteration_is_not_a_sample_block(monkeypatch) -> None:
     result = iteration.measure_level1(build, resolve_device("cpu"), 8,
                                       precision=iteration.SAMPLE)
     assert blocks == [1, 13, 13] and result.block_means == [2.0, 2.0]
+
+
+def test_one_long_iteration_settles_a_sample_alone(monkeypatch) -> None:
+    """At 60 ms one timed iteration is longer than two blocks: 2 tracked + 1 timed steps."""
+    blocks = _fixed_clock(monkeypatch, 60.0)
+    build, steps = _count_steps()
+    device = resolve_device("cpu")
+    sample = iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE)
+    assert blocks == [1] and steps[0] == 3
+    assert sample.converged and sample.iteration_ms == 60.0 and sample.block_means == [60.0]
+    blocks[:] = []
+    headline = iteration.measure_level1(build, device, 8)
+    assert blocks == [1, 1, 1] and headline.iteration_ms == 60.0

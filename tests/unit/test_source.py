@@ -150,7 +150,7 @@ def test_signature_literal_wins_over_an_unread_module_variable() -> None:
         ("def skyline_input_provider(): return 1\n", "no `batch_size` parameter"),
         ("def skyline_input_provider(batch_size): pass\n", "no module-level `batch_size"),
         ("async def skyline_input_provider(batch_size=3): pass\n", "async def"),
-        (PROVIDER + PROVIDER, "defined 2 times (1, 3)"),
+        (PROVIDER + PROVIDER, "defined 2 times (lines 1, 3)"),
         ("def skyline_input_provider(batch_size=32:\n", "does not parse"),
         ("%%bash\ndef skyline_input_provider(batch_size=32): pass\n", "`%%bash`"),
         ("x = 1\0\n" + PROVIDER, "does not parse"),
