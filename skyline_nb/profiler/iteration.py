@@ -11,8 +11,8 @@ measured with the leaner ``SAMPLE`` precision: a profile with predictions must c
 1.5× one without (issue 4), and three points at 1×, 2× and 4× the batch already cost about 2×
 the iterations of the whole profile when time grows with the batch. So a sample's timing starts
 right after the two tracked warm-ups (its first timed block counts), stops at the first two
-blocks that agree or after one timed iteration of ≥ 50 ms, and has a sixth of the headline's
-time budget. The headline number keeps the full warm-up and budget.
+blocks (of 10 ms, not 25) that agree or after one timed iteration of ≥ 50 ms, and has a sixth
+of the headline's time budget. The headline number keeps the full warm-up and budget.
 
 Peak memory: on CUDA the allocator's peak over model creation, warm-up and timing, minus what was
 allocated before (the kernel's baseline). On CPU a live-storage tracker runs over model creation
@@ -53,13 +53,15 @@ class Precision:
     min_budget_iterations: int  # the budget covers at least this many iterations
     first_block_counts: bool  # the first timed iteration is a block (else a last warm-up)
     enough_ms: float = math.inf  # one timed iteration this long settles it alone
+    block_ms: float = TARGET_BLOCK_MS  # iterations per block: about this long
 
 
 HEADLINE = Precision(MAX_BLOCKS, MAX_TIMING_MS, 8, first_block_counts=False)
-# At most 4 blocks and ~250 ms; one iteration of ≥ 2 blocks' length (50 ms) is enough: on an
-# idle CPU it varies by ~1-2 %, on a busy machine more blocks rarely settle anyway, and each
-# timed iteration at 2× and 4× the batch costs 6 of the user's batch out of the 1.5× budget.
-SAMPLE = Precision(4, 250.0, 2, first_block_counts=True, enough_ms=2 * TARGET_BLOCK_MS)
+# At most 4 blocks of ~10 ms and ~250 ms; one iteration of ≥ 50 ms is enough: on an idle CPU
+# it varies by ~1-2 %, on a busy machine more blocks rarely settle anyway, and each timed
+# iteration at 2× and 4× the batch costs 6 of the user's batch out of the 1.5× budget. Short
+# blocks matter for tiny models (2 ms iterations), whose whole profile takes ~0.15 s.
+SAMPLE = Precision(4, 250.0, 2, first_block_counts=True, enough_ms=50.0, block_ms=10.0)
 
 
 @dataclass
@@ -129,14 +131,14 @@ def measure_level1(
                 trial.step()
         first_ms, value = _time_block(trial, device, 1)  # sizes the blocks
         # A lone iteration is a block only where a block would be one iteration anyway.
-        counts = precision.first_block_counts and _block_size(first_ms) == 1
+        counts = precision.first_block_counts and _block_size(first_ms, precision) == 1
         means: list[float] = [first_ms] if counts else []
         converged = counts and first_ms >= precision.enough_ms
         spent = first_ms
         budget = max(precision.max_timing_ms, precision.min_budget_iterations * first_ms)
         mean = first_ms
         while not converged and len(means) < precision.max_blocks and spent < budget:
-            n = _block_size(mean)
+            n = _block_size(mean, precision)
             mean, value = _time_block(trial, device, n)
             means.append(mean)
             spent += mean * n
@@ -196,9 +198,10 @@ def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, 
     return trial, peak
 
 
-def _block_size(iteration_ms: float) -> int:
-    """Iterations per block so a block lasts about TARGET_BLOCK_MS (re-sized after each)."""
-    return max(1, min(MAX_BLOCK_ITERATIONS, math.ceil(TARGET_BLOCK_MS / max(iteration_ms, 1e-3))))
+def _block_size(iteration_ms: float, precision: Precision) -> int:
+    """Iterations per block so a block lasts about ``precision.block_ms`` (re-sized after each)."""
+    wanted = math.ceil(precision.block_ms / max(iteration_ms, 1e-3))
+    return max(1, min(MAX_BLOCK_ITERATIONS, wanted))
 
 
 def _agree(a: float, b: float) -> bool:

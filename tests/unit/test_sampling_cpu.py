@@ -105,12 +105,16 @@ def test_extra_samples_are_measured_leaner_than_the_headline(monkeypatch) -> Non
 
 
 def test_a_short_first_iteration_is_not_a_sample_block(monkeypatch) -> None:
-    """At 2 ms an iteration is shorter than a block: the lone first one stays a warm-up."""
+    """At 2 ms an iteration is shorter than a sample's 10 ms block: the lone first one stays a
+    warm-up, and blocks of 5 iterations follow (13 for the headline's 25 ms blocks)."""
     blocks = _fixed_clock(monkeypatch, 2.0)
     build, _ = _count_steps()
     result = iteration.measure_level1(build, resolve_device("cpu"), 8,
                                       precision=iteration.SAMPLE)
-    assert blocks == [1, 13, 13] and result.block_means == [2.0, 2.0]
+    assert blocks == [1, 5, 5] and result.block_means == [2.0, 2.0]
+    blocks[:] = []
+    iteration.measure_level1(build, resolve_device("cpu"), 8)
+    assert blocks == [1, 13, 13]
 
 
 def test_one_long_iteration_settles_a_sample_alone(monkeypatch) -> None:
