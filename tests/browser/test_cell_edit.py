@@ -67,16 +67,27 @@ def _part(widget, name: str):
     return widget.locator(f'[data-skyline="{name}"]')
 
 
+def _ready(widget, batch: int) -> None:
+    """Wait for the profile; when noise turned the predictions off, Re-profile (twice at most):
+    these tests are about editing the cell, not about how well the models fit."""
+    for attempt in range(3):
+        expect(_part(widget, "predicted-batch-size")).to_have_text(str(batch), timeout=60_000)
+        bar = _part(widget, "throughput-bar")
+        if attempt == 2 or bar.get_attribute("aria-disabled") != "true":
+            break
+        _part(widget, "reprofile").click()
+        expect(_part(widget, "status")).to_be_visible()
+        expect(_part(widget, "status")).to_be_hidden(timeout=60_000)
+    expect(bar).not_to_have_attribute("aria-disabled", "true")
+
+
 def _open(notebook, name: str, cells: dict[str, str]) -> Any:
     """Write, open and run all; return the widget once its predictions can be dragged."""
     notebook.write(f"{name}-{notebook.frontend}.ipynb", cells)
     notebook.open()
     notebook.run_all()
     widget = notebook.page.locator('.jp-OutputArea [data-skyline="root"]')
-    expect(_part(widget, "predicted-batch-size")).to_have_text("32", timeout=30_000)
-    bar = _part(widget, "throughput-bar")
-    expect(bar).to_be_visible()
-    expect(bar).not_to_have_attribute("aria-disabled", "true")
+    _ready(widget, 32)
     assert "Traceback" not in notebook.output_text(), notebook.output_text()
     return widget
 
@@ -166,8 +177,7 @@ def test_drag_up_then_down_edits_the_literal_and_each_undoes(notebook):  # Lab a
     assert _saved(notebook) == cells
 
 
-@pytest.mark.parametrize("frontend", ["lab"])
-@pytest.mark.parametrize("variant", ["cell-magic", "module-variable"])
+@pytest.mark.parametrize("variant", ["cell-magic", "module-variable"])  # Lab and Notebook 7
 def test_cell_magic_and_module_variable(notebook, variant):
     if variant == "cell-magic":
         source = f"%%skyline {BUDGET}\n" + PROVIDERS

@@ -33,6 +33,7 @@ from test_cell_edit import (
     _edit_status,
     _edited,
     _part,
+    _ready,
     _saved,
     _type_in,
     _with_literal,
@@ -80,20 +81,6 @@ def _shot(notebook, locator, name: str) -> None:
 
 # The drags go down the memory bar: the memory line is fitted from allocations, which noise
 # does not bend, while a noisy time line can turn the throughput bar's direction around.
-def _ready(widget, batch: int) -> None:
-    """Wait for the profile; when noise turned the predictions off, Re-profile (twice at most):
-    these tests are about editing the cell, not about how well the models fit."""
-    for attempt in range(3):
-        expect(_part(widget, "predicted-batch-size")).to_have_text(str(batch), timeout=60_000)
-        bar = _part(widget, "throughput-bar")
-        if attempt == 2 or bar.get_attribute("aria-disabled") != "true":
-            break
-        _part(widget, "reprofile").click()
-        expect(_part(widget, "status")).to_be_visible()
-        expect(_part(widget, "status")).to_be_hidden(timeout=60_000)
-    expect(bar).not_to_have_attribute("aria-disabled", "true")
-
-
 # ---- 5. windowed notebook ---------------------------------------------------------------------
 @pytest.mark.parametrize("frontend", ["lab"])
 @pytest.mark.parametrize("windowing", ["full", "contentVisibility"])  # the latter is the default

@@ -321,3 +321,19 @@ def test_shared_fixture_for_the_javascript_mirror_is_current() -> None:
     assert committed == module.render(), "run: python tests/fixtures/make_models_cases.py"
     cases = json.loads(committed)["cases"]
     assert {c["name"] for c in cases} >= {"exact", "negative_time_intercept", "too_few_points"}
+
+
+def test_memory_follows_the_upper_segment_of_a_bent_peak() -> None:
+    """Peak = max of two phases (lines); beyond the samples the last segment predicts exactly."""
+
+    def peak(x: int) -> float:
+        return max(1_000_000 + 600_000 * x, 4_000_000 + 500_000 * x)
+
+    xs = [8, 16, 32, 64]
+    models = PerformanceModels.from_samples(xs, [2.0 * x + 5 for x in xs], [peak(x) for x in xs],
+                                            capacity_bytes=10**12)
+    for x in (128, 256, 512):
+        assert models.predict_peak_bytes(x) == pytest.approx(peak(x), rel=1e-12)
+    least_squares = LinearFit.fit(xs, [peak(x) for x in xs])
+    assert least_squares(256) < 0.99 * peak(256)  # what the old fit would have said
+    assert models.memory.r2 < 1.0  # the bend stays visible in the fit's quality
