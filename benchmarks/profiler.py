@@ -1,4 +1,4 @@
-"""Profiler accuracy and cost, per example model and batch size (see RESULTS-profiler.md).
+"""Profiler accuracy and cost, per example model and batch size (see BENCHMARKS.md).
 
 For each model at batch 16 and 32: the uninstrumented iteration time (level 1), the wall time
 of ``profile(predict=False)``, the instrumented iteration's overhead, the untracked share of time

@@ -27,7 +27,7 @@ and optimizer kernels are called from C++, never spends. That biases Σ op time 
 n_ops × ~2 µs (about 1–4 % for the examples; most visible in Adam's ~250 tiny ops). With more
 than one intra-op thread, OpenMP workers that fall asleep in the instrumentation gaps between
 ops are woken inside the next op's window (dramatic when cores are oversubscribed). Numbers:
-benchmarks/RESULTS-profiler.md.
+BENCHMARKS.md ("Profiler").
 """
 
 from __future__ import annotations

@@ -198,7 +198,7 @@ def _instrumented(
             f"the ops measured one by one sum to {ops_ms:.3f} ms, more than the uninstrumented "
             f"iteration ({level1.iteration_ms:.3f} ms); untracked time is negative (timing noise, "
             "the ~2 µs Python dispatch cost each timed op carries, or worker threads woken "
-            "after instrumentation gaps; see benchmarks/RESULTS-profiler.md)"
+            "after instrumentation gaps; torch.set_num_threads(1) makes it steadier)"
         )
     warnings.extend(_finite_checks(value, params, trial.where))
     tree = build_tree(
