@@ -24,6 +24,7 @@ from typing import Any
 
 import nbformat
 import pytest
+from notebook_cells import SMALL_PROFILED_CELL
 from playwright.sync_api import expect
 
 from skyline_nb.demo import execute
@@ -36,30 +37,6 @@ REPORT: dict[str, Any] = json.loads((FIXTURES / "report_cnn.json").read_text(enc
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 LOCAL_SCHEMES = ("file:", "blob:", "data:")
 
-# A model small enough that profiling it (with predictions) takes seconds on 2 cores.
-PROFILED_CELL = '''%%skyline --device cpu
-import torch
-from torch import nn
-
-
-def skyline_model_provider():
-    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8))
-
-
-def skyline_input_provider(batch_size=16):
-    return torch.randn(batch_size, 32), torch.randint(0, 8, (batch_size,))
-
-
-def skyline_iteration_provider(model):
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-
-    def iteration(x, y):
-        opt.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    return iteration
-'''
 
 
 class Offline:
@@ -146,7 +123,7 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                        "language": "python"}
     notebook.cells = [nbformat.v4.new_markdown_cell("# Shared profile"),
                       nbformat.v4.new_code_cell("%load_ext skyline_nb"),
-                      nbformat.v4.new_code_cell(PROFILED_CELL)]
+                      nbformat.v4.new_code_cell(SMALL_PROFILED_CELL)]
     source = folder / "shared.ipynb"
     nbformat.write(notebook, source)
     out = folder / "executed"

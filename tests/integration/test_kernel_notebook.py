@@ -8,35 +8,13 @@ import sys
 
 import nbformat
 import pytest
+from notebook_cells import SMALL_PROFILED_CELL
 
 from skyline_nb.demo import execute, widget_reports
 from skyline_nb.export.html import save_html
 
 pytestmark = pytest.mark.integration
 
-CELL = '''%%skyline --device cpu
-import torch
-from torch import nn
-
-
-def skyline_model_provider():
-    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8))
-
-
-def skyline_input_provider(batch_size=16):
-    return torch.randn(batch_size, 32), torch.randint(0, 8, (batch_size,))
-
-
-def skyline_iteration_provider(model):
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-
-    def iteration(x, y):
-        opt.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        opt.step()
-
-    return iteration
-'''
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +24,7 @@ def executed(tmp_path_factory):
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
     notebook.cells = [nbformat.v4.new_code_cell("%load_ext skyline_nb"),
-                      nbformat.v4.new_code_cell(CELL),
+                      nbformat.v4.new_code_cell(SMALL_PROFILED_CELL),
                       nbformat.v4.new_code_cell("import skyline_nb\n"
                                                 "print(skyline_nb.last_report().batch_size)")]
     path = folder / "profile.ipynb"

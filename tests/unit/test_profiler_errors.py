@@ -18,15 +18,6 @@ from skyline_nb.profiler.errors import (
 from skyline_nb.profiler.session import profile
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def model_provider():
     return nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
 

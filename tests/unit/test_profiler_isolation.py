@@ -21,15 +21,6 @@ from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.session import profile
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def snapshot() -> dict:
     return {
         "torch_rng": torch.random.get_rng_state(),

@@ -13,15 +13,6 @@ from skyline_nb.profiler.session import profile
 from skyline_nb.report import Sample
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def test_live_storage_tracker_is_byte_exact():
     tracker = LiveStorageTracker(torch.device("cpu"))
     with tracker:

@@ -32,15 +32,6 @@ def run(example, batch_size: int = 4, **kwargs) -> Report:
     )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One intra-op thread: on a shared 2-core runner, OpenMP barriers thrash (10× slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def reports(one_thread) -> dict[str, Report]:
     return {name: run(module) for name, module in EXAMPLES.items()}
