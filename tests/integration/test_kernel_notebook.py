@@ -72,3 +72,17 @@ def test_standalone_page_is_self_contained(executed, tmp_path):
     page = save_html(report, tmp_path / "p.html").read_text()
     assert "http://" not in page and "https://" not in page
     assert len(page) < 300_000
+
+
+def test_embed_minimal_html_keeps_the_bundle(tmp_path):
+    """ipywidgets' own embedding keeps anywidget's _esm only with drop_defaults=False."""
+    from ipywidgets.embed import embed_minimal_html
+
+    from skyline_nb.widget import SkylineWidget
+
+    widget = SkylineWidget(report={"batch_size": 3})
+    path = tmp_path / "embed.html"
+    embed_minimal_html(path, views=[widget], drop_defaults=False, title="t")
+    html = path.read_text()
+    assert '"_esm"' in html and "skyline-nb" in html
+    widget.close()
