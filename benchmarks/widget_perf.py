@@ -109,6 +109,8 @@ addEventListener("pointermove", () => {
 def bench_report() -> dict:
     """The 1,002-op report, from the fixture generator (one definition of the synthetic shape)."""
     path = ROOT / "tests" / "fixtures" / "make_reports.py"
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))  # the generator imports its sibling modules
     spec = importlib.util.spec_from_file_location("make_reports", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
