@@ -70,7 +70,13 @@ class LiveProfile:
         self._snapshot = display(self._snapshot_bundle(), raw=True, display_id=True)
 
     def _snapshot_bundle(self) -> dict[str, str]:
-        return {"text/html": snapshot_html(self.widget.report)}
+        return {"text/html": snapshot_html(self.widget.report, self.widget.error)}
+
+    def _refresh_outputs(self) -> None:
+        """Re-send both displays so what the notebook saves matches the widget now."""
+        if self._handle is not None:
+            self._handle.update(self.widget)
+            self._snapshot.update(self._snapshot_bundle(), raw=True)
 
     # ---- profiling ----------------------------------------------------------------------
     def run(self, batch_size: int | None = None) -> Report:
@@ -97,6 +103,7 @@ class LiveProfile:
         except BaseException as exc:
             self.widget.status = ""
             self.widget.error = _readable(exc)
+            self._refresh_outputs()
             raise
         report.source = self._locate(report.batch_size)
         self.report = report
@@ -104,9 +111,7 @@ class LiveProfile:
         self.widget.report = report.to_dict()
         self.widget.edit_target = _edit_target(report.source)
         self.widget.status = ""
-        if self._handle is not None:
-            self._handle.update(self.widget)  # the saved text/plain follows the report
-            self._snapshot.update(self._snapshot_bundle(), raw=True)
+        self._refresh_outputs()
         return report
 
     def _locate(self, batch_size: int) -> BatchSizeSource:

@@ -23,16 +23,21 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b
 UNTRACKED = "#9e9e9e"
 
 
-def snapshot_html(report: dict[str, Any]) -> str:
-    """The whole static view of a ``Report.to_dict()``."""
+def snapshot_html(report: dict[str, Any], error: str = "") -> str:
+    """The whole static view of a ``Report.to_dict()`` (and of the widget's error, if any)."""
+    problem = (
+        f'<div style="color:#c62828;white-space:pre-wrap">{escape(error)}</div>' if error else ""
+    )
     if not report or "batch_size" not in report:
-        return "<div>skyline_nb: no profile yet.</div>"
+        return (f'<div class="skyline-nb-snapshot">{problem}'
+                "<div>skyline_nb: no profile yet.</div></div>")
     parts = [
         '<div class="skyline-nb-snapshot" style="font-family:sans-serif;font-size:13px;'
         f'max-width:{WIDTH}px">',
         f"<div><b>Skyline profile</b> on {escape(report['device']['name'])} "
         f"({escape(report['device']['kind'])})</div>",
         "<div>" + escape(headline(report)) + "</div>",
+        problem,
         _key_bars(report),
         _stacked("Run time", _time_segments(report), format_ms),
         _stacked("Memory", _memory_segments(report), format_bytes),

@@ -1,0 +1,28 @@
+"""The static snapshot shown where the widget cannot run: numbers, bars, errors — as text."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from skyline_nb.export.snapshot import snapshot_html
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def test_snapshot_of_a_real_report_has_headline_and_svg_bars():
+    report = json.loads((FIXTURES / "report_cnn.json").read_text(encoding="utf-8"))
+    html = snapshot_html(report)
+    assert html.startswith('<div class="skyline-nb-snapshot"')
+    assert f"batch {report['batch_size']}" in html
+    assert html.count("<svg") == 3  # key bars, run time, memory
+    assert "<script" not in html
+
+
+def test_errors_and_user_strings_are_escaped_and_hideable():
+    html = snapshot_html({}, "ProviderError: <img src=x onerror=alert(1)>")
+    assert 'class="skyline-nb-snapshot"' in html  # the widget's CSS can hide it
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    report = json.loads((FIXTURES / "report_small.json").read_text(encoding="utf-8"))
+    report["tree"]["children"][0]["name"] = "<b>evil</b>"
+    assert "<b>evil</b>" not in snapshot_html(report)
