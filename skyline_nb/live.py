@@ -79,14 +79,20 @@ class LiveProfile:
             self._snapshot.update(self._snapshot_bundle(), raw=True)
 
     # ---- profiling ----------------------------------------------------------------------
-    def run(self, batch_size: int | None = None) -> Report:
-        """Profile (raising on failure, after showing the error in the widget)."""
+    def _providers(self) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+        """The user's providers as every measurement calls them: with ``--batch-size-var``,
+        an input provider that takes ``batch_size`` (see ``variable_input_provider``)."""
         model_p, input_p, iteration_p = self.request.resolve()
         if self.request.batch_size_var:
-            variable = self.request.batch_size_var
-            input_p = variable_input_provider(input_p, self.request.namespace, variable)
-            if batch_size is None:
-                batch_size = _int_variable(self.request.namespace, variable)
+            input_p = variable_input_provider(
+                input_p, self.request.namespace, self.request.batch_size_var)
+        return model_p, input_p, iteration_p
+
+    def run(self, batch_size: int | None = None) -> Report:
+        """Profile (raising on failure, after showing the error in the widget)."""
+        model_p, input_p, iteration_p = self._providers()
+        if batch_size is None and self.request.batch_size_var:
+            batch_size = _int_variable(self.request.namespace, self.request.batch_size_var)
         self.widget.error = ""
         self.widget.status = "Profiling one training iteration" + (
             f" at batch size {batch_size}…" if batch_size else "…"
@@ -162,7 +168,7 @@ class LiveProfile:
         from skyline_nb.profiler.iteration import measure_iteration
 
         size = int(content["batch_size"])
-        model_p, input_p, iteration_p = self.request.resolve()
+        model_p, input_p, iteration_p = self._providers()
         self.widget.status = f"Measuring at batch size {size}…"
         try:
             sample = measure_iteration(model_p, input_p, iteration_p, size, self.request.device)

@@ -123,6 +123,12 @@ def test_batch_size_variable(ip):
     assert report.batch_size == 10
     assert report.source.kind == "module_variable"
     assert report.source.code[report.source.start:report.source.end] == "10"
+    # "Measure at N" calls the input provider with batch_size=N, bridged like the profile
+    live = ip._skyline_nb_magics.live[-1]
+    live._on_msg(live.widget, {"kind": "measure", "batch_size": 5}, [])
+    assert live.widget.error == ""
+    assert live.widget.measurement["batch_size"] == 5
+    assert ip.user_ns["batch_size"] == 10  # the global is restored
 
 
 def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
