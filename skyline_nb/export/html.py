@@ -34,6 +34,11 @@ _PAGE = """<!doctype html>
 <style>
 body {{ margin: 24px; background: #fff; color: #222; font-family: system-ui, sans-serif; }}
 .skyline-page-note {{ color: #666; font-size: 12px; margin-bottom: 12px; }}
+/* The widget takes its dark fallbacks from the OS's scheme; the page must follow it too. */
+@media (prefers-color-scheme: dark) {{
+  body {{ background: #1e1e1e; color: #e8e8e8; }}
+  .skyline-page-note {{ color: #9a9a9a; }}
+}}
 {css}
 </style>
 </head>

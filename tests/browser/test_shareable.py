@@ -180,6 +180,23 @@ def test_standalone_page_is_the_interactive_widget_offline(offline_page, tmp_pat
     assert offline.attempted == [] and offline.leaked == []
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_standalone_page_follows_the_os_colour_scheme(offline_page, tmp_path, scheme):
+    """The widget takes dark fallbacks from a dark OS; the page around it must follow."""
+    page, _offline, _errors = offline_page
+    page.emulate_media(color_scheme=scheme)
+    page.goto(save_html(REPORT, tmp_path / "profile.html").as_uri())
+    expect(page.locator('[data-skyline="throughput-bar"]')).to_be_visible()
+    background, text = page.evaluate(
+        """() => [getComputedStyle(document.body).backgroundColor,
+                  getComputedStyle(document.querySelector('.skyline-nb')).color]""")
+    luminance = [sum(int(v) for v in c[c.index("(") + 1:-1].split(",")[:3]) / 3
+                 for c in (background, text)]
+    dark_page = luminance[0] < 128
+    assert dark_page == (scheme == "dark")
+    assert abs(luminance[0] - luminance[1]) > 128  # readable text on its background
+
+
 def test_nbconvert_html_shows_the_static_snapshot_offline(offline_page, executed, tmp_path):
     subprocess.run(
         [sys.executable, "-m", "nbconvert", "--to", "html", "--output-dir", str(tmp_path),
