@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skyline_nb.export.units import format_bytes, format_ms
+
 if TYPE_CHECKING:
     from skyline_nb.report import Report
 
@@ -326,13 +328,9 @@ def _summary(report: Report, command: str, output: Path) -> str:
     }[command]
     return (
         f"skyline-nb: wrote {output} ({what}): batch {report.batch_size} on "
-        f"{report.device.kind}, {report.iteration_ms:.2f} ms/iteration, "
-        f"{report.throughput:.1f} samples/s, peak {_mib(report.peak_bytes)}"
+        f"{report.device.kind}, {format_ms(report.iteration_ms)}/iteration, "
+        f"{report.throughput:.1f} samples/s, peak {format_bytes(report.peak_bytes)}"
     )
-
-
-def _mib(size: int) -> str:
-    return f"{size / (1 << 20):.1f} MiB"
 
 
 def _project_root(args: argparse.Namespace) -> Path:
