@@ -13,6 +13,10 @@ the iterations of the whole profile when time grows with the batch. So a sample'
 right after the two tracked warm-ups (its first timed block counts), stops at the first two
 blocks (of 10 ms, not 25) that agree or after one timed iteration of ≥ 50 ms, and has a sixth
 of the headline's time budget. The headline number keeps the full warm-up and budget.
+CUDA samples keep the headline precision (25 ms blocks, full warm-up): GPU iterations of a few
+ms cost little to time well, and on an H100 the time fits' error was 1.8–5.9 % with 25 ms sample
+blocks but 5.7–61 % once they were cut to 10 ms (CNN from 32: 1.8 → 40.3 %), at a sampling cost
+of 0.3–1.2× either way (BENCHMARKS.md, "Accuracy, GPU"; not yet re-measured on a GPU).
 
 Peak memory: on CUDA the allocator's peak over model creation, warm-up and timing, minus what was
 allocated before (the kernel's baseline). On CPU a live-storage tracker runs over model creation
@@ -103,16 +107,14 @@ def measure_level1(
 ) -> IterationResult:
     """Build a fresh trial and measure it; raises the device's OOM types unchanged.
 
-    ``precision`` None means ``SAMPLE`` while ``collect_samples`` runs (the measuring function
-    it calls is the caller's, so this is how the extra samples learn they are extra), else
-    ``HEADLINE``.
+    ``precision`` None means ``SAMPLE`` for a CPU measurement while ``collect_samples`` runs
+    (the measuring function it calls is the caller's, so this is how the extra samples learn
+    they are extra), else ``HEADLINE`` (see the module docstring for why CUDA keeps it).
     """
     import torch
 
-    from skyline_nb.profiler.sampling import sampling_in_progress
-
     if precision is None:
-        precision = SAMPLE if sampling_in_progress() else HEADLINE
+        precision = default_precision(device.kind)
     warmup = max(warmup, MIN_WARMUP)
     if device.kind == "cuda" and torch.backends.cudnn.benchmark:
         warmup = max(warmup, CUDNN_WARMUP)
@@ -157,6 +159,13 @@ def measure_level1(
         raise
     finally:
         del trial
+
+
+def default_precision(device_kind: str) -> Precision:
+    """``SAMPLE`` for a CPU measurement made while ``collect_samples`` runs, else ``HEADLINE``."""
+    from skyline_nb.profiler.sampling import sampling_in_progress
+
+    return SAMPLE if sampling_in_progress() and device_kind == "cpu" else HEADLINE
 
 
 def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, int]:

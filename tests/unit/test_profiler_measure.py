@@ -58,3 +58,19 @@ def test_profile_with_predictions():
     assert report.models is not None
     assert report.models.memory is not None and report.models.memory.slope > 0
     assert report.device.capacity_bytes == 1 << 30
+
+
+def test_level2_run_count_grows_for_short_runs_and_stays_odd():
+    """Short instrumented runs get more repeats (a median of 3 tiny runs is load-sensitive)."""
+    from skyline_nb.profiler.session import LEVEL2_MAX_RUNS, LEVEL2_RUNS, more_level2_runs
+
+    def count(wall_ms: float) -> int:
+        walls: list[float] = []
+        while more_level2_runs(walls):
+            walls.append(wall_ms)
+        return len(walls)
+
+    assert count(90.0) == LEVEL2_RUNS == 3  # a CNN-sized run: the minimum
+    assert count(40.0) == 5  # 3 runs (120 ms) still under the budget: two more, odd
+    assert count(3.0) == LEVEL2_MAX_RUNS == 9  # a tiny MLP: the cap
+    assert all(count(w) % 2 == 1 for w in (0.5, 10.0, 33.0, 49.0, 51.0, 75.0, 200.0))

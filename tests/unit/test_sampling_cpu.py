@@ -128,3 +128,16 @@ def test_one_long_iteration_settles_a_sample_alone(monkeypatch) -> None:
     blocks[:] = []
     headline = iteration.measure_level1(build, device, 8)
     assert blocks == [1, 1, 1] and headline.iteration_ms == 60.0
+
+
+def test_only_cpu_samples_are_lean() -> None:
+    """Extra samples on CPU use SAMPLE; CUDA samples and every headline keep HEADLINE."""
+    seen: list[tuple[iteration.Precision, iteration.Precision]] = []
+
+    def measure(n: int) -> Sample:
+        seen.append((iteration.default_precision("cpu"), iteration.default_precision("cuda")))
+        return Sample(n, float(n), n << 20)
+
+    collect_samples(measure, Sample(8, 8.0, 8 << 20), 0)
+    assert seen and all(p == (iteration.SAMPLE, iteration.HEADLINE) for p in seen)
+    assert iteration.default_precision("cpu") == iteration.HEADLINE
