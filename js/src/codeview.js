@@ -34,8 +34,11 @@ export function createCodeView({ signal, onSelectLine }) {
   const rows = new Map(); // lineKey -> row element
   let selected = null;
 
-  function setLevel({ node, isRoot, report, timeTotal, memoryTotal }) {
+  let markers = []; // {stat, file, line, cellId, el, time, mem, text}: repainted by rescale()
+
+  function setLevel({ node, isRoot, report }) {
     rows.clear();
+    markers = [];
     selected = null;
     const stats = lineStats(node, report.weights, isRoot);
     const sources = sourcesFor(report.sources, stats);
@@ -47,14 +50,39 @@ export function createCodeView({ signal, onSelectLine }) {
         : "No source lines were recorded for this level." }));
       return;
     }
-    const maxTime = Math.max(0, ...[...stats.values()].map((e) => e.timeMs));
-    const maxBytes = Math.max(0, ...[...stats.values()].map((e) => e.activationBytes + e.weightBytes));
-    for (const source of sources) {
-      body.append(renderSource(source, stats, { timeTotal, memoryTotal, maxTime, maxBytes }));
-    }
+    for (const source of sources) body.append(renderSource(source, stats));
   }
 
-  function renderSource(source, stats, scale) {
+  /**
+   * Paint every marker for a scale (tree.js scaleFor: measured, or predicted while dragging)
+   * and the level's totals at that scale: time scales with the iteration, activations with
+   * the batch, weights and grads stay.
+   */
+  function rescale(scale, totals) {
+    const values = markers.map(({ stat }) => ({
+      timeMs: stat.timeMs * scale.timeFactor,
+      activationBytes: stat.activationBytes * scale.activationFactor,
+      bytes: stat.activationBytes * scale.activationFactor + stat.weightBytes,
+    }));
+    const maxTime = Math.max(0, ...values.map((v) => v.timeMs));
+    const maxBytes = Math.max(0, ...values.map((v) => v.bytes));
+    markers.forEach((m, i) => {
+      const v = values[i];
+      m.el.title = [
+        formatFrame({ file: m.file, line: m.line, cell_id: m.cellId }),
+        `time ${formatMs(v.timeMs)} (${formatPercent(fraction(v.timeMs, totals.time))} of this level)`,
+        `activations ${formatBytes(v.activationBytes)}, weights + grads ${formatBytes(m.stat.weightBytes)}`
+          + ` (${formatPercent(fraction(v.bytes, totals.memory))} of this level's memory)`,
+        ...(scale.predicted ? [`predicted at batch size ${scale.batch}`] : []),
+      ].join("\n");
+      m.time.style.width = cssPercent(fraction(v.timeMs, maxTime));
+      m.mem.style.width = cssPercent(fraction(v.bytes, maxBytes));
+      m.text.textContent = `${formatMs(v.timeMs)} \u00b7 ${formatBytes(v.bytes)}`;
+      m.el.classList.toggle("sk-predicted", scale.predicted);
+    });
+  }
+
+  function renderSource(source, stats) {
     const lines = splitLines(source.code);
     const marked = [...stats.values()].filter((e) => e.file === source.file).map((e) => e.line);
     const name = formatSourceName(source.file, source.cell_id);
@@ -64,7 +92,7 @@ export function createCodeView({ signal, onSelectLine }) {
       if (n > previous + 1) list.append(h("div", { class: "sk-code-gap", text: `\u22ef ${n - previous - 1} lines` }));
       previous = n;
       const stat = stats.get(lineKey(source.file, n));
-      list.append(renderLine(source, n, lines[n - 1], stat, scale));
+      list.append(renderLine(source, n, lines[n - 1], stat));
     }
     if (lines.length > previous) list.append(h("div", { class: "sk-code-gap", text: `\u22ef ${lines.length - previous} lines` }));
     return h("div", { class: "sk-code-file", data: { file: source.file } }, [
@@ -73,23 +101,18 @@ export function createCodeView({ signal, onSelectLine }) {
     ]);
   }
 
-  function renderLine(source, n, text, stat, { timeTotal, memoryTotal, maxTime, maxBytes }) {
+  function renderLine(source, n, text, stat) {
     const cells = [h("span", { class: "sk-ln", text: String(n) })];
     if (stat) {
-      const bytes = stat.activationBytes + stat.weightBytes;
-      const detail = [
-        `${formatFrame({ file: source.file, line: n, cell_id: source.cell_id })}`,
-        `time ${formatMs(stat.timeMs)} (${formatPercent(fraction(stat.timeMs, timeTotal))} of this level)`,
-        `activations ${formatBytes(stat.activationBytes)}, weights + grads ${formatBytes(stat.weightBytes)}`
-          + ` (${formatPercent(fraction(bytes, memoryTotal))} of this level's memory)`,
-      ].join("\n");
-      cells.push(h("span", { class: "sk-marker", data: { skyline: "line-marker", line: n }, title: detail }, [
-        h("span", { class: "sk-marker-bars", attrs: { "aria-hidden": "true" } }, [
-          h("span", { class: "sk-marker-time", style: { width: cssPercent(fraction(stat.timeMs, maxTime)) } }),
-          h("span", { class: "sk-marker-mem", style: { width: cssPercent(fraction(bytes, maxBytes)) } }),
-        ]),
-        h("span", { class: "sk-marker-text", text: `${formatMs(stat.timeMs)} \u00b7 ${formatBytes(bytes)}` }),
-      ]));
+      const time = h("span", { class: "sk-marker-time" });
+      const mem = h("span", { class: "sk-marker-mem" });
+      const label = h("span", { class: "sk-marker-text" });
+      const el = h("span", { class: "sk-marker", data: { skyline: "line-marker", line: n } }, [
+        h("span", { class: "sk-marker-bars", attrs: { "aria-hidden": "true" } }, [time, mem]),
+        label,
+      ]);
+      markers.push({ stat, file: source.file, line: n, cellId: source.cell_id, el, time, mem, text: label });
+      cells.push(el);
     } else {
       cells.push(h("span", { class: "sk-marker sk-marker-none" }));
     }
@@ -136,5 +159,5 @@ export function createCodeView({ signal, onSelectLine }) {
     }
   }
 
-  return { el, setLevel, highlight };
+  return { el, setLevel, rescale, highlight };
 }

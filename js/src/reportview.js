@@ -69,7 +69,6 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   function showLevel() {
     const node = nav.current;
     levels = { time: timeSegments(report, index, node), memory: memorySegments(report, index, node) };
-    const measuredTotals = { time: levels.time.total, memory: levels.memory.total };
     applyScale(levels.time, scale);
     applyScale(levels.memory, scale);
     const colorOf = assignColors([levels.time, levels.memory]);
@@ -78,7 +77,8 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
     navView.update(nav.crumbs(), nav.atTop);
-    code.setLevel({ node, isRoot: nav.atTop, report, timeTotal: measuredTotals.time, memoryTotal: measuredTotals.memory });
+    code.setLevel({ node, isRoot: nav.atTop, report });
+    code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
     linesCache.clear();
     clearHover();
   }
@@ -91,6 +91,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     applyScale(levels.memory, scale);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
+    code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
     actions.update();
     if (hovered && !tooltip.el.hidden) tooltip.show(tooltipLines(hovered.segment, hovered.kind), lastPointer.x, lastPointer.y);
   }

@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { formatPercent } from "../src/format.js";
+import { formatBytes, formatMs, formatPercent } from "../src/format.js";
 import { dragValues } from "../src/bars.js";
-import { lineKey } from "../src/lines.js";
+import { lineKey, lineStats } from "../src/lines.js";
 import { Predictor } from "../src/predict.js";
+import { scaleFor } from "../src/tree.js";
 import { key, loadReport, mount, pointer, setRect } from "./helpers.js";
 
 let view;
@@ -166,6 +167,36 @@ describe("dragging the key-metric bars", () => {
     expect(view.model.saved).toBe(1);
     // The dragged bar snaps to the chosen batch size's prediction.
     expect(Number(view.q("throughput-bar").getAttribute("aria-valuenow"))).toBeCloseTo(p.predictThroughput(last), 1);
+  });
+
+  test("the code view's line markers follow the predicted batch size live", () => {
+    const report = loadReport("small");
+    view = mount({ report });
+    const texts = () => view.qa("line-marker").map((m) => m.textContent);
+    const before = texts();
+    expect(before.length).toBeGreaterThan(0);
+    expect(view.qa("line-marker").some((m) => m.title.includes("predicted"))).toBe(false);
+    const bar = view.q("throughput-bar");
+    dragSequence(bar, [250, 210, 170]);
+    const batch = predicted();
+    expect(batch).toBeGreaterThan(report.batch_size);
+    const during = texts();
+    expect(during).not.toEqual(before);
+    for (const m of view.qa("line-marker")) {
+      expect(m.title).toContain(`predicted at batch size ${batch}`);
+      expect(m.classList.contains("sk-predicted")).toBe(true);
+    }
+    // Each marker shows its line's measured time scaled like the iteration, activations like
+    // the batch, weights unchanged.
+    const p = new Predictor(report.models);
+    const scale = scaleFor(report, p, batch);
+    const stats = lineStats(report.tree, report.weights, true);
+    for (const m of view.qa("line-marker")) {
+      const file = m.closest(".sk-code-line").dataset.file;
+      const stat = stats.get(lineKey(file, Number(m.dataset.line)));
+      const bytes = stat.activationBytes * scale.activationFactor + stat.weightBytes;
+      expect(m.textContent).toBe(`${formatMs(stat.timeMs * scale.timeFactor)} \u00b7 ${formatBytes(bytes)}`);
+    }
   });
 
   test("memory down lowers the predicted batch size monotonically", () => {
