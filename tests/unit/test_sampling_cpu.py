@@ -8,6 +8,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # real iterations: about 10 s on a busy 2-core machine
 
 from collections.abc import Callable  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
@@ -82,7 +83,8 @@ def _count_steps() -> tuple[Callable[[], Trial], list[int]]:
 
 def test_extra_samples_are_measured_leaner_than_the_headline(monkeypatch) -> None:
     """A 40 ms iteration: the headline times one more iteration (a last warm-up) than an extra
-    sample, whose first timed iteration already counts; both settle on 40 ms."""
+    sample, whose first timed iteration already counts; both settle on 40 ms. (A sample's
+    second warm-up is timed too, but below 50 ms it does not settle anything.)"""
     blocks = _fixed_clock(monkeypatch, 40.0)
     build, steps = _count_steps()
     device = resolve_device("cpu")
@@ -100,34 +102,37 @@ def test_extra_samples_are_measured_leaner_than_the_headline(monkeypatch) -> Non
     assert headline_blocks == [1, 1, 1] and headline_steps == 2 + 3  # tracked warm-up + timed
     assert [r.batch_size for r in results] == [16, 32]
     assert all(r.converged and r.iteration_ms == 40.0 for r in results)
-    assert blocks == [1, 1] * 2 and steps[0] == (2 + 2) * 2
+    assert blocks == [1, 1, 1] * 2 and steps[0] == (2 + 2) * 2  # timed warm-up, 2 blocks
     assert iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE).converged
 
 
 def test_a_short_first_iteration_is_not_a_sample_block(monkeypatch) -> None:
     """At 2 ms an iteration is shorter than a sample's 10 ms block: the lone first one stays a
-    warm-up, and blocks of 5 iterations follow (13 for the headline's 25 ms blocks)."""
+    warm-up, and blocks of 5 iterations follow (13 for the headline's 25 ms blocks). The
+    sample's timed second warm-up is the leading 1."""
     blocks = _fixed_clock(monkeypatch, 2.0)
     build, _ = _count_steps()
     result = iteration.measure_level1(build, resolve_device("cpu"), 8,
                                       precision=iteration.SAMPLE)
-    assert blocks == [1, 5, 5] and result.block_means == [2.0, 2.0]
+    assert blocks == [1, 1, 5, 5] and result.block_means == [2.0, 2.0]
     blocks[:] = []
     iteration.measure_level1(build, resolve_device("cpu"), 8)
     assert blocks == [1, 13, 13]
 
 
 def test_one_long_iteration_settles_a_sample_alone(monkeypatch) -> None:
-    """At 60 ms one timed iteration is longer than two blocks: 2 tracked + 1 timed steps."""
+    """At 60 ms one timed iteration is longer than two blocks: a sample's second warm-up is
+    timed (allocator events only, no tracker) and settles it, 2 steps in all; the headline
+    tracks 2 and times 3 more."""
     blocks = _fixed_clock(monkeypatch, 60.0)
     build, steps = _count_steps()
     device = resolve_device("cpu")
     sample = iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE)
-    assert blocks == [1] and steps[0] == 3
+    assert blocks == [1] and steps[0] == 2
     assert sample.converged and sample.iteration_ms == 60.0 and sample.block_means == [60.0]
-    blocks[:] = []
+    blocks[:], steps[0] = [], 0
     headline = iteration.measure_level1(build, device, 8)
-    assert blocks == [1, 1, 1] and headline.iteration_ms == 60.0
+    assert blocks == [1, 1, 1] and steps[0] == 5 and headline.iteration_ms == 60.0
 
 
 def test_only_cpu_samples_are_lean() -> None:
@@ -141,3 +146,26 @@ def test_only_cpu_samples_are_lean() -> None:
     collect_samples(measure, Sample(8, 8.0, 8 << 20), 0)
     assert seen and all(p == (iteration.SAMPLE, iteration.HEADLINE) for p in seen)
     assert iteration.default_precision("cpu") == iteration.HEADLINE
+
+
+@pytest.mark.parametrize("user_profiling", [False, True])
+def test_lean_sample_peak_equals_the_tracked_peak(user_profiling: bool) -> None:
+    """A sample's peak from the allocator's events alone is the headline's tracker + allocator
+    peak to the byte; with the user's own profiler running (no allocator events for us) the
+    sample falls back to the tracker."""
+    from skyline_nb.profiler.providers import build_trial, load_providers
+    from skyline_nb.profiler.stacks import UserCode
+
+    device = resolve_device("cpu")
+    providers = load_providers(*PROVIDERS, UserCode(Path(mlp.__file__).parent))
+
+    def peak(precision: iteration.Precision) -> int:
+        build = lambda: build_trial(providers, 16, device)  # noqa: E731
+        return iteration.measure_level1(build, device, 16, precision=precision).peak_bytes
+
+    if user_profiling:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            lean, full = peak(iteration.SAMPLE), peak(iteration.HEADLINE)
+    else:
+        lean, full = peak(iteration.SAMPLE), peak(iteration.HEADLINE)
+    assert lean == full > 4 * 2**20
