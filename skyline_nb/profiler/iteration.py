@@ -12,16 +12,20 @@ measured with the leaner ``SAMPLE`` precision: a profile with predictions must c
 the iterations of the whole profile when time grows with the batch. So a sample's timing starts
 right after the two tracked warm-ups (its first timed block counts), stops at the first two
 blocks (of 10 ms, not 25) that agree or after one timed iteration of ≥ 50 ms, and has a sixth
-of the headline's time budget. The headline number keeps the full warm-up and budget.
+of the headline's time budget. Its warm-ups are tracked by the allocator's events alone, so the
+second one can be timed, and at ≥ 50 ms it is that one iteration (2 iterations per sample, not
+3: the CNN's sampling at batch 32 went from 1.66× to 1.17× the profile). The headline number
+keeps the full warm-up and budget.
 CUDA samples keep the headline precision (25 ms blocks, full warm-up): GPU iterations of a few
 ms cost little to time well, and on an H100 the time fits' error was 1.8–5.9 % with 25 ms sample
 blocks but 5.7–61 % once they were cut to 10 ms (CNN from 32: 1.8 → 40.3 %), at a sampling cost
 of 0.3–1.2× either way (BENCHMARKS.md, "Accuracy, GPU"; not yet re-measured on a GPU).
 
 Peak memory: on CUDA the allocator's peak over model creation, warm-up and timing, minus what was
-allocated before (the kernel's baseline). On CPU a live-storage tracker runs over model creation
-and the first two warm-up iterations only (the second already has optimizer state and a full
-forward, so it reaches the steady-state peak); the timed iterations run without it.
+allocated before (the kernel's baseline). On CPU a live-storage tracker and the allocator's own
+events run over model creation and the first two warm-up iterations only (the second already
+has optimizer state and a full forward, so it reaches the steady-state peak); the timed
+iterations run without them.
 """
 
 from __future__ import annotations
