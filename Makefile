@@ -40,7 +40,12 @@ $(LABEXT_BUILT): node_modules/.package-lock.json $(LABEXT_SRC)
 
 # Make has built the JS already, so the editable install skips hatch-jupyter-builder's
 # `npm install && npm run build` (it would run on every editable install).
+# The editable install copies the wheel's shared data into the venv: with develop's link (below)
+# still in place it would write install.json through it into skyline_nb/labextension, and the
+# next wheel build would refuse the duplicate. So the link goes first; `.installed` restores it.
 $(VENV)/.installed-py: pyproject.toml $(VENV)/.torch | $(WIDGET_BUNDLE) $(LABEXT_BUILT)
+	if [ -L $(VENV)/share/jupyter/labextensions/skyline-nb ]; then \
+		rm $(VENV)/share/jupyter/labextensions/skyline-nb; fi
 	HATCH_JUPYTER_BUILDER_SKIP_NPM=1 $(BIN)/pip install -q -e ".[dev]"
 	touch $@
 
