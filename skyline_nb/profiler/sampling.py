@@ -55,6 +55,10 @@ REACH = MULTIPLES[-1]
 MAX_FAILURES = 4
 ABOVE_RETRIES = 2
 DEFAULT_POINTS = MIN_POINTS
+# Sizes closer than this factor to a measured one are tried only when nothing farther fits:
+# three points spanning 32–64 gave time lines whose intercept noise flipped the sign of the
+# throughput slope on a busy machine; 32, 50, 128 span 4×.
+SPREAD = 1.5
 
 _SAMPLING: ContextVar[bool] = ContextVar("skyline_nb_sampling", default=False)
 
@@ -134,14 +138,21 @@ class _State:
 
     def next_target(self) -> int | None:
         ceiling = self.ceiling()
+        candidates = []
         for size in _preferred(self.user, ceiling):
             if size in self.measured or (self.too_big is not None and size >= self.too_big):
                 continue
             if size > self.user and self.failures >= ABOVE_RETRIES:
                 continue
             if size <= ceiling:
-                return size
-        return self._probe()
+                candidates.append(size)
+        # Spread first: above the user's batch, a size within SPREAD× of a measured one adds
+        # little to the slope while a farther one fits (the one-point memory bound can make
+        # "2×" a size just under it: 32, then 50, then 64 instead of 128).
+        far = [
+            c for c in candidates if c > self.user and all(_apart(c, m) for m in self.measured)
+        ]
+        return (far or candidates or [None])[0] or self._probe()
 
     def _probe(self) -> int | None:
         """One size above a lone point whose own peak fits: the one-point bound assumes no
@@ -175,6 +186,10 @@ class _State:
             f"only {count} batch size{'s' if count > 1 else ''} could be measured ({sizes})"
             f"{detail}; predictions need {MIN_POINTS}"
         )
+
+
+def _apart(a: int, b: int) -> bool:
+    return max(a, b) >= SPREAD * min(a, b)
 
 
 def _preferred(user: int, ceiling: int) -> list[int]:

@@ -61,6 +61,15 @@ def test_by_default_three_points_the_users_2x_and_4x() -> None:
     assert machine.calls == [8, 16, 32]
 
 
+def test_heavy_weights_cap_the_first_try_then_the_samples_spread_to_4x() -> None:
+    """Weights dominate the peak (the cell-editing tests' MLP under a 16 MiB budget): the
+    one-point bound caps "2×" at 50; with two points the line allows far more, and 128 comes
+    before 64, which would leave three points spanning only 2× (noisy slopes)."""
+    machine = Machine(c=5 << 10, d=10 * MB)  # 5 KiB per sample on 10 MiB
+    sizes, reason = run(machine, 32, 16 * MB, max_points=3)
+    assert machine.calls == [50, 128] and sizes == [32, 50, 128] and reason is None
+
+
 def test_plenty_of_memory_and_four_points_gives_2x_4x_and_8x() -> None:
     machine = Machine()
     sizes, reason = run(machine, 8, 64 << 30)
