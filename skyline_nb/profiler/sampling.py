@@ -3,7 +3,9 @@
 Skyline measured the user's batch and a few sizes 20 apart, which says little about a model
 profiled at batch 8 and dragged to 128. Here the extra sizes spread over the feasible range:
 2×, 4× and 8× the user's batch where memory allows (½×, ¼×… only after those), fewer above
-and more below when the user's batch is already near the largest that fits.
+and more below when the user's batch is already near the largest that fits. Above the user's
+batch, a size within 1.5× of one already measured waits while a farther one fits, so the
+points span as wide a range as memory allows.
 
 The feasible range comes from memory. With one point, peak/batch is an upper bound on the
 per-sample slope (the intercept, weights and optimizer state, is never negative), so
