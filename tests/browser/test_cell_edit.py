@@ -155,11 +155,16 @@ def _type_in(notebook, cells: dict[str, str], cell_id: str, where: str, text: st
     notebook.page.keyboard.insert_text(text)
 
 
+# The drags go along the memory bar: the memory line is fitted from allocations, exact at every
+# load, while on a loaded 2-core CI box a noisy time line (samples taken while the browser and
+# the server compete for the cores) can flatten or turn the throughput bar's direction around
+# (seen: dragging throughput up picked batch 5). The throughput drag is proven on a recorded
+# report in test_widget.py and in vitest.
 def test_drag_up_then_down_edits_the_literal_and_each_undoes(notebook):  # Lab and Notebook 7
     cells = {"setup": SETUP, "providers": PROVIDERS, "profile": f"%skyline {BUDGET}"}
     widget = _open(notebook, "edit-drag", cells)
 
-    up = _drag(notebook, widget, "throughput", -4, lambda b: b > 32)
+    up = _drag(notebook, widget, "memory", -4, lambda b: b > 32)
     _edited(widget, 32, up)
     saved = _saved(notebook)
     assert saved == {**cells, "providers": _with_literal(PROVIDERS, up)}
@@ -187,7 +192,7 @@ def test_cell_magic_and_module_variable(notebook, variant):
         cells = {"setup": SETUP, "providers": source,
                  "profile": f"%skyline --batch-size-var batch_size {BUDGET}"}  # fmt: skip
     widget = _open(notebook, f"edit-{variant}", cells)
-    up = _drag(notebook, widget, "throughput", -4, lambda b: b > 32)
+    up = _drag(notebook, widget, "memory", -4, lambda b: b > 32)
     _edited(widget, 32, up)
     assert _saved(notebook) == {**cells, "providers": _with_literal(source, up)}
 
@@ -199,7 +204,7 @@ def test_typing_before_the_drag_then_an_ambiguous_cell_is_refused(notebook):  # 
     # A line typed above the def (not run): the kernel re-locates the literal by AST.
     comment = "# the batch size below is tuned with skyline\n"
     _type_in(notebook, cells, "providers", "start", comment)
-    up = _drag(notebook, widget, "throughput", -4, lambda b: b > 32)
+    up = _drag(notebook, widget, "memory", -4, lambda b: b > 32)
     _edited(widget, 32, up)
     typed = comment + _with_literal(PROVIDERS, up)
     assert _saved(notebook) == {**cells, "providers": typed}
