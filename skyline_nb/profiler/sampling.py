@@ -154,7 +154,8 @@ class _State:
         far = [
             c for c in candidates if c > self.user and all(_apart(c, m) for m in self.measured)
         ]
-        return (far or candidates or [None])[0] or self._probe()
+        pick = far or candidates
+        return pick[0] if pick else self._probe()
 
     def _probe(self) -> int | None:
         """One size above a lone point whose own peak fits: the one-point bound assumes no
