@@ -182,6 +182,12 @@ def test_dragging_bars_predicts_batch_sizes(notebook):
     assert seen[-1] > start, seen
     assert _aria_now(widget, "memory") > memory_before
     expect(_part(widget, "breakdown-memory")).to_contain_text("predicted")
+    # The code view's line markers follow the drag too.
+    marker = _part(widget, "line-marker").first
+    expect(marker).to_have_attribute("title", re.compile(f"predicted at batch size {seen[-1]}$"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    marker.scroll_into_view_if_needed()
+    widget.locator(".sk-code").screenshot(path=ARTIFACTS / "widget-drag-code.png")
     assert f"selected {seen[-1]}" in _run_check_cell(notebook)
 
     seen = _drag(page, widget, "memory", steps=12, dy=4)
