@@ -1,5 +1,5 @@
-// The headline numbers (measured, never predicted), the progress line while the kernel
-// profiles, and the error box.
+// The headline numbers (measured, never predicted), the profiler's notes on them, the progress
+// line while the kernel profiles, and the error box.
 
 import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
@@ -29,6 +29,18 @@ export function renderHeader(report) {
       maxThroughput ? "1000 / slope of the iteration-time model" : report.models?.reason || "no model"),
   ];
   return h("div", { class: "sk-header", data: { skyline: "header" } }, items);
+}
+
+/**
+ * What the profiler noticed about its own measurement (a NaN loss, time that did not settle,
+ * load that changed while sampling, negative untracked time): said next to the numbers it
+ * qualifies, as text. None: nothing is drawn.
+ */
+export function renderWarnings(report) {
+  const warnings = Array.isArray(report.warnings) ? report.warnings.filter((w) => typeof w === "string" && w) : [];
+  if (!warnings.length) return null;
+  return h("ul", { class: "sk-warnings", data: { skyline: "warnings" }, attrs: { role: "note", "aria-label": "Measurement notes" } },
+    warnings.map((text) => h("li", { class: "sk-warning", text })));
 }
 
 export function renderEmpty() {

@@ -4,7 +4,7 @@
 // model coefficients (predict.js).
 
 import { h } from "./dom.js";
-import { createError, createStatus, renderEmpty, renderHeader } from "./header.js";
+import { createError, createStatus, renderEmpty, renderHeader, renderWarnings } from "./header.js";
 import { createReportView } from "./reportview.js";
 import { createTooltip } from "./tooltip.js";
 import "./widget.css";
@@ -44,7 +44,7 @@ export function createView({ model, el }) {
       body.replaceChildren(renderEmpty());
       return;
     }
-    header.replaceChildren(renderHeader(report));
+    header.replaceChildren(...[renderHeader(report), renderWarnings(report)].filter(Boolean));
     try {
       view = createReportView({
         report,

@@ -121,6 +121,20 @@ test("drag is disabled, with the reason, when the models cannot predict", () => 
   expect(new Predictor(report.models).canManipulate).toBe(false);
 });
 
+test("the profiler's warnings show under the header, as text, and go with a clean report", () => {
+  const report = loadReport("small");
+  const evil = "<img src=x onerror=alert(1)>";
+  report.warnings = ["the iteration at cell 3 returned a NaN/inf loss", `module ${evil} ran twice`];
+  view = mount({ report });
+  const items = [...view.q("warnings").querySelectorAll("li")].map((e) => e.textContent);
+  expect(items).toEqual(report.warnings);
+  expect(view.q("warnings").getAttribute("role")).toBe("note");
+  expect(view.el.querySelector("img")).toBeNull();
+  view.model.set("report", { ...report, warnings: [] });
+  expect(view.q("warnings")).toBeNull();
+  expect(view.qa("summary").length).toBeGreaterThan(0);
+});
+
 test("a report without models still renders measured bars", () => {
   const report = loadReport("small");
   report.models = null;

@@ -37,6 +37,7 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
         f"<div><b>Skyline profile</b> on {escape(report['device']['name'])} "
         f"({escape(report['device']['kind'])})</div>",
         "<div>" + escape(headline(report)) + "</div>",
+        _warnings(report),
         problem,
         _key_bars(report),
         _stacked("Run time", _time_segments(report), format_ms),
@@ -46,6 +47,14 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
         "</div>",
     ]
     return "\n".join(parts)
+
+
+def _warnings(report: dict[str, Any]) -> str:
+    """The profiler's notes on its measurement, as the widget lists them (escaped text)."""
+    items = "".join(f"<li>{escape(str(w))}</li>" for w in report.get("warnings") or [])
+    if not items:
+        return ""
+    return f'<ul style="margin:4px 0;padding-left:18px;color:#b35900">{items}</ul>'
 
 
 def headline(report: dict[str, Any]) -> str:

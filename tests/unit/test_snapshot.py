@@ -26,3 +26,13 @@ def test_errors_and_user_strings_are_escaped_and_hideable():
     report = json.loads((FIXTURES / "report_small.json").read_text(encoding="utf-8"))
     report["tree"]["children"][0]["name"] = "<b>evil</b>"
     assert "<b>evil</b>" not in snapshot_html(report)
+
+
+def test_the_profilers_warnings_are_listed_as_text():
+    report = json.loads((FIXTURES / "report_small.json").read_text(encoding="utf-8"))
+    report["warnings"] = ["the iteration returned a NaN/inf loss", "<script>x()</script> ran"]
+    html = snapshot_html(report)
+    assert "<li>the iteration returned a NaN/inf loss</li>" in html
+    assert "<script" not in html and "<li>&lt;script&gt;x()&lt;/script&gt; ran</li>" in html
+    report["warnings"] = []
+    assert "<li>" not in snapshot_html(report)
