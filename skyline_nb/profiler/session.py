@@ -136,15 +136,21 @@ def profile(
                 f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size"
             ) from exc
         if not level1.converged:
+            waited = (
+                f", {level1.waited_blocks} of which waited for a CPU (other processes were "
+                "running) and were set aside"
+                if level1.waited_blocks
+                else " (a busy machine?)"
+            )
             warnings.append(
-                f"iteration time did not settle within 5 % over {len(level1.block_means)} blocks"
-                " (a busy machine?); the median block is reported"
+                f"iteration time did not settle within 5 % over {len(level1.block_means)} "
+                f"blocks{waited}; the median block is reported"
             )
         report = _instrumented(providers, size, dev, user_code, level1, warnings)
         first = level1.sample()
         report.samples = [first]
         if predict:
-            report.samples, report.models = _predict(providers, dev, first)
+            report.samples, report.models = _predict(providers, dev, first, warnings)
     return report
 
 
@@ -277,16 +283,27 @@ def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> lis
 
 
 def _predict(
-    providers: Providers, dev: Device, first: Sample
+    providers: Providers, dev: Device, first: Sample, warnings: list[str]
 ) -> tuple[list[Sample], PerformanceModels]:
     """More level-1 samples at other batch sizes, and the fitted lines."""
     from skyline_nb.profiler.sampling import collect_samples
 
+    busy: list[int] = []  # batch sizes whose timing never found a quiet stretch
+
     def measure(batch: int) -> Sample:
-        return measure_level1(lambda: build_trial(providers, batch, dev), dev, batch).sample()
+        result = measure_level1(lambda: build_trial(providers, batch, dev), dev, batch)
+        if not result.converged and result.waited_blocks:
+            busy.append(batch)
+        return result.sample()
 
     capacity = dev.capacity_bytes()
     samples, reason = collect_samples(measure, first, capacity, oom_errors=dev.oom_types)
+    if busy:
+        warnings.append(
+            f"the samples at batch size {', '.join(map(str, busy))} were timed while other "
+            "processes kept the CPU busy (their blocks waited for a CPU), so the time "
+            "predictions may be off; re-profile when the machine is quieter"
+        )
     models = PerformanceModels.from_samples(
         [s.batch_size for s in samples],
         [s.iteration_ms for s in samples],

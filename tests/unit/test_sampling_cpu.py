@@ -64,9 +64,9 @@ def _fixed_clock(monkeypatch: pytest.MonkeyPatch, ms: float) -> list[int]:
 
     def time_block(trial, device, n):
         blocks.append(n)
-        return ms, trial.step()
+        return iteration.Timed(ms, trial.step())
 
-    monkeypatch.setattr(iteration, "_time_block", time_block)
+    monkeypatch.setattr(iteration, "time_block", time_block)
     return blocks
 
 

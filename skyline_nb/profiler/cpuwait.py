@@ -1,0 +1,55 @@
+"""How long this process's threads waited for a CPU: the sign that other work shared the cores.
+
+A timed block is worth its number only when the process had the cores it asked for. Linux
+counts, per thread, the time it was runnable but waiting on a run queue (the second field of
+``/proc/self/task/<tid>/schedstat``, in ns). Summed over the threads across a block, it was at
+most 0.3 % of the block for the CNN at batch 32 on 2 cores when the machine was quiet, and
+24–84 % of it for every iteration that another process (spinning 50–400 ms at a time on one
+core) stretched from 37 ms to 50–204 ms (``benchmarks/cpu_wait.py``). So a block whose threads
+waited is set aside by ``iteration.measure_level1`` instead of being averaged in.
+
+Where the counter does not exist (macOS, Windows, a kernel without schedstats) ``waited_ns``
+returns None and every block counts, as it would without this module.
+
+Example usage::
+
+    before = waited_ns()
+    run_block()
+    after = waited_ns()
+    fraction = wait_fraction(before, after, block_ms)
+"""
+
+from __future__ import annotations
+
+import os
+
+_TASKS = "/proc/self/task"
+
+
+def waited_ns() -> int | None:
+    """Total ns this process's live threads have spent waiting for a CPU, or None if unknown.
+
+    Threads that ended since the last call drop out of the sum (a pool shrinking mid-block
+    makes the difference smaller, never a false alarm).
+    """
+    try:
+        threads = os.listdir(_TASKS)
+    except OSError:
+        return None
+    total, read = 0, False
+    for tid in threads:
+        try:
+            with open(f"{_TASKS}/{tid}/schedstat", "rb") as stat:
+                total += int(stat.read().split()[1])
+            read = True
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile, or this kernel keeps no schedstats
+    return total if read else None
+
+
+def wait_fraction(before: int | None, after: int | None, block_ms: float) -> float:
+    """Waiting over the block's wall time (summed over threads, so it can exceed 1); 0 if
+    unknown."""
+    if before is None or after is None or block_ms <= 0:
+        return 0.0
+    return max(0, after - before) / 1e6 / block_ms
