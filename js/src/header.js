@@ -33,8 +33,8 @@ export function renderHeader(report) {
 
 /**
  * What the profiler noticed about its own measurement (a NaN loss, time that did not settle,
- * load that changed while sampling, negative untracked time): said next to the numbers it
- * qualifies, as text. None: nothing is drawn.
+ * samples timed while other processes kept the CPU busy, negative untracked time): said next
+ * to the numbers it qualifies, as text. None: nothing is drawn.
  */
 export function renderWarnings(report) {
   const warnings = Array.isArray(report.warnings) ? report.warnings.filter((w) => typeof w === "string" && w) : [];

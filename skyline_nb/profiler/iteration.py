@@ -11,8 +11,8 @@ Linux). Another process competing for the cores stretches the blocks it lands on
 and the short blocks of a sample can agree with each other inside one burst, so such blocks are
 set aside, with their own budget (≥ 1 s) for waiting the burst out; then the result is the
 median of the blocks that waited least. Under a competing process spinning 50–400 ms at a time,
-the CNN's sample at 2× its batch of 16 came out at 35–37 ms in every profile instead of 35–118
-(``benchmarks/load.py``, BENCHMARKS.md "Load").
+the CNN's sample at 2× its batch of 16 came out at 35.6–37.8 ms in every profile instead of
+37–189 ms (``benchmarks/load.py``, BENCHMARKS.md "Load").
 
 The extra batch sizes sampled for the performance models (``sampling.collect_samples``) are
 measured with the leaner ``SAMPLE`` precision: a profile with predictions must cost at most

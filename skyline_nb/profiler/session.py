@@ -138,13 +138,13 @@ def profile(
         if not level1.converged:
             waited = (
                 f", {level1.waited_blocks} of which waited for a CPU (other processes were "
-                "running) and were set aside"
+                "running); the median of the blocks that waited least is reported"
                 if level1.waited_blocks
-                else " (a busy machine?)"
+                else " (a busy machine?); the median block is reported"
             )
             warnings.append(
                 f"iteration time did not settle within 5 % over {len(level1.block_means)} "
-                f"blocks{waited}; the median block is reported"
+                f"blocks{waited}"
             )
         report = _instrumented(providers, size, dev, user_code, level1, warnings)
         first = level1.sample()

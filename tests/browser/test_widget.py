@@ -217,6 +217,26 @@ def test_keyboard_steps_the_batch_size(notebook):
     assert f"selected {start + 2}" in _run_check_cell(notebook)
 
 
+@pytest.mark.parametrize("frontend", ["lab"])
+def test_the_profilers_warnings_show_under_the_header_as_text(notebook):
+    """Warnings set from the kernel after the widget is shown appear as a list, HTML as text."""
+    warnings = [
+        "the samples at batch size 64, 128 were timed while other processes kept the CPU busy",
+        "the iteration at <img src=x onerror=alert(1)> returned a NaN/inf loss",
+    ]
+    cells = {**CELLS, "check-cell": f"w.report = {{**w.report, 'warnings': {warnings!r}}}"}
+    notebook.write("widget-warnings.ipynb", cells)
+    notebook.open()
+    notebook.run_all()
+    widget = notebook.page.locator('.jp-OutputArea [data-skyline="root"]')
+    items = _part(widget, "warnings").locator("li")
+    expect(items).to_have_text(warnings)
+    expect(widget.locator("img")).to_have_count(0)
+    expect(_part(widget, "throughput-bar")).to_be_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    widget.screenshot(path=ARTIFACTS / "widget-warnings.png")
+
+
 def _luminance(rgb: str) -> float:
     r, g, b = (int(v) / 255 for v in re.findall(r"\d+", rgb)[:3])
 

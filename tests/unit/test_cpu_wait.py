@@ -10,33 +10,17 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from scripted_blocks import script_blocks  # noqa: E402
+
 from skyline_nb.profiler import iteration  # noqa: E402
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.providers import Trial  # noqa: E402
-
-
-def _script(monkeypatch: pytest.MonkeyPatch, blocks: list[tuple[float, float]]) -> list[int]:
-    """Timed blocks (ms per iteration, wait fraction) in this order, the last one repeating;
-    returns the iterations per block as they run."""
-    sizes: list[int] = []
-    script: Iterator[tuple[float, float]] = iter(blocks)
-    last = blocks[-1]
-
-    def time_block(trial: Trial, device: object, n: int) -> iteration.Timed:
-        nonlocal last
-        last = next(script, last)
-        sizes.append(n)
-        return iteration.Timed(last[0], trial.step(), last[1])
-
-    monkeypatch.setattr(iteration, "time_block", time_block)
-    return sizes
 
 
 def _build() -> Trial:
@@ -45,7 +29,7 @@ def _build() -> Trial:
 
 def test_two_blocks_stretched_alike_by_a_burst_do_not_settle_the_headline(monkeypatch) -> None:
     """80 and 82 ms agree within 5 %, but their threads waited half the time: set aside."""
-    _script(monkeypatch, [(40.0, 0.0), (80.0, 0.5), (82.0, 0.5), (40.0, 0.0), (41.0, 0.001)])
+    script_blocks(monkeypatch, [(40.0, 0.0), (80.0, 0.5), (82.0, 0.5), (40.0, 0.0), (41.0, 0.001)])
     result = iteration.measure_level1(_build, resolve_device("cpu"), 8)
     assert result.converged and result.iteration_ms == pytest.approx(40.5)
     assert result.waited_blocks == 2 and result.block_means == [80.0, 82.0, 40.0, 41.0]
@@ -53,7 +37,7 @@ def test_two_blocks_stretched_alike_by_a_burst_do_not_settle_the_headline(monkey
 
 def test_a_long_sample_iteration_that_waited_does_not_settle_alone(monkeypatch) -> None:
     """A sample's timed second warm-up of ≥ 50 ms settles it only if it did not wait."""
-    sizes = _script(monkeypatch, [(90.0, 0.4), (60.0, 0.0), (61.0, 0.0)])
+    sizes = script_blocks(monkeypatch, [(90.0, 0.4), (60.0, 0.0), (61.0, 0.0)])
     sample = iteration.measure_level1(_build, resolve_device("cpu"), 8,
                                       precision=iteration.SAMPLE)
     assert sample.converged and sample.iteration_ms == pytest.approx(60.5)
@@ -63,7 +47,7 @@ def test_a_long_sample_iteration_that_waited_does_not_settle_alone(monkeypatch) 
 def test_a_machine_busy_throughout_ends_within_two_budgets(monkeypatch) -> None:
     """Every block waited (more threads than free cores): none settles, the time spent is
     bounded, and the result is the median of the blocks that waited least."""
-    sizes = _script(
+    sizes = script_blocks(
         monkeypatch, [(50.0, 0.3), (70.0, 0.31), (52.0, 0.3), (51.0, 0.3), (90.0, 0.6)]
     )
     result = iteration.measure_level1(_build, resolve_device("cpu"), 8)

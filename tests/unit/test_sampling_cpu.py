@@ -11,6 +11,8 @@ import contextlib  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from scripted_blocks import script_blocks  # noqa: E402
+
 from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
 from skyline_nb.profiler import iteration  # noqa: E402
@@ -58,18 +60,6 @@ def test_cpu_budget_exceeded_backs_off() -> None:
     assert all(s.peak_bytes <= budget for s in samples)
 
 
-def _fixed_clock(monkeypatch: pytest.MonkeyPatch, ms: float) -> list[int]:
-    """Every timed block lasts ``ms`` per iteration; returns the block sizes as they run."""
-    blocks: list[int] = []
-
-    def time_block(trial, device, n):
-        blocks.append(n)
-        return iteration.Timed(ms, trial.step())
-
-    monkeypatch.setattr(iteration, "time_block", time_block)
-    return blocks
-
-
 def _count_steps() -> tuple[Callable[[], Trial], list[int]]:
     steps = [0]
 
@@ -86,7 +76,7 @@ def test_extra_samples_are_measured_leaner_than_the_headline(monkeypatch) -> Non
     """A 40 ms iteration: the headline times one more iteration (a last warm-up) than an extra
     sample, whose first timed iteration already counts; both settle on 40 ms. (A sample's
     second warm-up is timed too, but below 50 ms it does not settle anything.)"""
-    blocks = _fixed_clock(monkeypatch, 40.0)
+    blocks = script_blocks(monkeypatch, [(40.0, 0.0)])
     build, steps = _count_steps()
     device = resolve_device("cpu")
     headline = iteration.measure_level1(build, device, 8)
@@ -111,7 +101,7 @@ def test_a_short_first_iteration_is_not_a_sample_block(monkeypatch) -> None:
     """At 2 ms an iteration is shorter than a sample's 10 ms block: the lone first one stays a
     warm-up, and blocks of 5 iterations follow (13 for the headline's 25 ms blocks). The
     sample's timed second warm-up is the leading 1."""
-    blocks = _fixed_clock(monkeypatch, 2.0)
+    blocks = script_blocks(monkeypatch, [(2.0, 0.0)])
     build, _ = _count_steps()
     result = iteration.measure_level1(build, resolve_device("cpu"), 8,
                                       precision=iteration.SAMPLE)
@@ -125,7 +115,7 @@ def test_one_long_iteration_settles_a_sample_alone(monkeypatch) -> None:
     """At 60 ms one timed iteration is longer than two blocks: a sample's second warm-up is
     timed (allocator events only, no tracker) and settles it, 2 steps in all; the headline
     tracks 2 and times 3 more."""
-    blocks = _fixed_clock(monkeypatch, 60.0)
+    blocks = script_blocks(monkeypatch, [(60.0, 0.0)])
     build, steps = _count_steps()
     device = resolve_device("cpu")
     sample = iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE)
