@@ -8,6 +8,10 @@ user sees. Lines can differ from the code's: IPython drops leading blank lines b
 and ``%%skyline`` runs the cell body without its first line; ``first_line`` records the cell line
 of the code's line 1 so both cases map right.
 
+Cells that ran before ``%load_ext skyline_nb`` (README's own flow: providers first, ``%skyline``
+later) never passed the hook; ``register_history`` recovers them from IPython's input history,
+without their cell ids, which the front end then finds by the cell's exact text.
+
 The registry is process-wide on purpose: it mirrors IPython's own ``linecache`` entries, which
 are process-wide too. It knows nothing about torch.
 
@@ -19,12 +23,16 @@ Example usage::
 
 from __future__ import annotations
 
+import linecache
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 # Kept bounded: a long notebook session re-runs cells many times, each with a new code name.
 _MAX_ENTRIES = 2048
+# IPython's history drops a cell's trailing line breaks; up to this many are tried back on when
+# recovering the exact text (a cell ending in more blank lines than this is not recovered).
+_MAX_TRAILING_BREAKS = 8
 
 
 @dataclass(frozen=True)
@@ -127,18 +135,60 @@ def make_pre_run_cell_hook(ip: Any) -> Any:
             # run_cell_async has already advanced execution_count when it stores history.
             number = ip.execution_count - 1 if info.store_history else ip.execution_count
             name = ip.compile.get_code_name(raw, transformed, number)
-            offset = leading_blank_lines(raw) - leading_blank_lines(transformed)
-            register(
-                name,
-                getattr(info, "cell_id", None),
-                transformed,
-                first_line=1 + max(0, offset),
-                cell_source=raw,
-            )
+            _register_run(name, getattr(info, "cell_id", None), raw, transformed)
         except Exception:  # see docstring: never break the user's cell
             return
 
     return pre_run_cell
+
+
+def register_history(ip: Any) -> list[CellEntry]:
+    """Register the cells shell ``ip`` ran before the hook was installed; ids stay unknown.
+
+    IPython's history keeps each stored cell's raw text (``input_hist_raw``) and transformed
+    code (``input_hist_parsed``), both without trailing line breaks, under its execution number;
+    ``linecache`` keeps every compiled cell under its code name. A history entry whose code
+    name, recomputed as the compiler did, is in ``linecache`` is that cell; under ipykernel the
+    name hashes the raw text, so the trailing breaks that make it match give the text back
+    exactly as the front end sent it. Cells already registered (with their id) are left alone.
+
+    Known limitations: cells run without history (``store_history=False``) are not found; under
+    plain IPython (names built from the transformed code, which always ends in a line break) a
+    cell's one final line break is not told apart from none.
+    """
+    history = getattr(ip, "history_manager", None)
+    if history is None:
+        return []
+    raws, parsed = history.input_hist_raw, history.input_hist_parsed
+    found = []
+    for number in range(1, min(len(raws), len(parsed))):
+        for breaks in range(_MAX_TRAILING_BREAKS + 1):
+            raw = raws[number] + "\n" * breaks
+            transformed = parsed[number] + "\n" * max(breaks, 1)
+            name = ip.compile.get_code_name(raw, transformed, number)
+            # Every hit is a real run (the name hashes its exact text), so none stops the
+            # search: another run of the same text with more breaks has a name of its own.
+            if name in linecache.cache and lookup(name) is None:
+                found.append(_register_run(name, None, raw, transformed))
+    return found
+
+
+def name_cell(code_name: str, cell_id: str) -> CellEntry | None:
+    """Give the entry of ``code_name`` the id the front end found for it (by its exact text).
+
+    Only an entry without an id takes one: an id IPython reported is never replaced.
+    """
+    entry = lookup(code_name)
+    if entry is None or entry.cell_id is not None:
+        return entry
+    return register(code_name, cell_id, entry.source, entry.first_line,
+                    cell_source=entry.cell_source)
+
+
+def _register_run(name: str, cell_id: str | None, raw: str, transformed: str) -> CellEntry:
+    """Register one run of a cell: ``raw`` as typed, compiled as ``transformed`` under ``name``."""
+    offset = leading_blank_lines(raw) - leading_blank_lines(transformed)
+    return register(name, cell_id, transformed, first_line=1 + max(0, offset), cell_source=raw)
 
 
 def pre_run_cell(info: Any) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skyline_nb import cells
 from skyline_nb import source as source_edit
 from skyline_nb.export.snapshot import snapshot_html
 from skyline_nb.report import BatchSizeSource, Report
@@ -53,6 +54,7 @@ class LiveProfile:
         self.report: Report | None = None
         self.widget = SkylineWidget(live=True)
         self.widget.on_msg(self._on_msg)
+        self.widget.observe(self._on_edit_target, names=["edit_target"])
         self._handle: Any = None
         self._snapshot: Any = None
 
@@ -140,6 +142,25 @@ class LiveProfile:
             cell_id=self.cell.cell_id, file=self.cell.file, reason=reason,
             start_utf16=answer["start_utf16"], end_utf16=answer["end_utf16"],
         )
+
+    def _on_edit_target(self, change: dict[str, Any]) -> None:
+        """Adopt the cell id the front end found for a cell that ran before ``%load_ext``.
+
+        Such a cell comes from IPython's history without an id; the front end finds it by its
+        exact text and writes the id into ``edit_target``. Knowing it, the next edit goes to
+        that cell even after the first one changed its text, and running the cell again
+        re-profiles this widget. An id the kernel already knows is never replaced.
+        """
+        cell_id = (change["new"] or {}).get("cell_id")
+        if not isinstance(cell_id, str) or not cell_id:
+            return
+        if self.cell is None or self.cell.cell_id is not None:
+            return
+        self.cell = SourceCell(cell_id, self.cell.code, self.cell.file)
+        if self.cell.file:
+            cells.name_cell(self.cell.file, cell_id)
+        if self.report is not None and self.report.source is not None:
+            self.report.source.cell_id = cell_id
 
     # ---- front-end messages -------------------------------------------------------------
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:

@@ -2,7 +2,8 @@
 
 Glue only: the profiler knows nothing of IPython, the widget nothing of torch. The magic resolves
 names in the user's namespace, finds the cell that defines the input provider (through the
-``cells`` registry fed by a ``pre_run_cell`` hook), and hands both to a ``LiveProfile``.
+``cells`` registry, fed by a ``pre_run_cell`` hook and, for cells that ran before the extension
+was loaded, by IPython's input history), and hands both to a ``LiveProfile``.
 """
 
 from __future__ import annotations
@@ -253,6 +254,7 @@ def load(ip: Any) -> None:
         return
     magics = SkylineMagics(ip)
     ip.register_magics(magics)
+    cells.register_history(ip)  # cells that ran before `%load_ext` (the hook never saw them)
     ip.events.register("pre_run_cell", cells.make_pre_run_cell_hook(ip))
     ip.events.register("post_run_cell", magics.on_post_run_cell)
     ip._skyline_nb_magics = magics
