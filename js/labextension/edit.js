@@ -17,8 +17,15 @@
 // detail is {cellId}; the extension calls preventDefault() and sets detail.source when it
 // found the cell (so the literal can be re-located after the user typed in the cell).
 
+//
+// A cell that ran before `%load_ext skyline_nb` is known to the kernel by its text only, not its
+// id. The widget then asks for the id with a FIND_EVENT whose detail is {source} (the cell's text
+// as it ran): the extension calls preventDefault() and sets detail.cellId when exactly one cell
+// holds that text, else detail.error (none: the cell changed since it ran; several: ambiguous).
+
 export const EDIT_EVENT = "skyline-edit-source";
 export const READ_EVENT = "skyline-read-source";
+export const FIND_EVENT = "skyline-find-cell";
 
 // Why `detail` cannot be applied to a source of length `length`, or "" when it can.
 export function invalidDetail(detail, length) {
@@ -74,21 +81,50 @@ function notebookModelOf(widget) {
   return shared && Array.isArray(shared.cells) ? shared : null;
 }
 
-function cellIn(notebook, cellId) {
-  return notebook.cells.find((cell) => cell.id === cellId) ?? null;
-}
-
-// Find the shared cell with `cellId`: first in the notebook whose DOM node contains `target`
-// (the widget's own notebook), else in the only open notebook that holds that id (the widget
-// may be shown in a detached output view). Returns null when none or several models match.
-export function findCell(widgets, target, cellId) {
+// The cells a widget at `target` may edit: those of the notebook whose DOM node contains it (the
+// widget's own notebook), else those of every open notebook (the widget may be shown in a
+// detached output view); null when no notebook is open.
+function candidateCells(widgets, target) {
   const notebooks = [];
   for (const widget of widgets) {
     const model = notebookModelOf(widget);
     if (!model) continue;
-    if (target instanceof Node && widget.node?.contains(target)) return cellIn(model, cellId);
+    if (target instanceof Node && widget.node?.contains(target)) return model.cells;
     if (!notebooks.includes(model)) notebooks.push(model);
   }
-  const matches = notebooks.map((model) => cellIn(model, cellId)).filter(Boolean);
+  return notebooks.length ? notebooks.flatMap((model) => model.cells) : null;
+}
+
+// Find the shared cell with `cellId` among the candidate cells; null when none or several
+// (the same id in two open notebooks) match.
+export function findCell(widgets, target, cellId) {
+  const matches = (candidateCells(widgets, target) ?? []).filter((cell) => cell.id === cellId);
   return matches.length === 1 ? matches[0] : null;
+}
+
+const textOf = (cell) => (typeof cell.getSource === "function" ? cell.getSource() : cell.source);
+
+// The one cell of `cells` whose text is exactly `source` (the code that defined the input
+// provider, as it ran), as {cell}; else {error} saying why no cell is edited. Exact and unique
+// or nothing: a near match may be another cell, or one the user changed since it ran.
+export function cellWithSource(cells, source) {
+  const hits = cells.filter((cell) => cell && textOf(cell) === source);
+  if (hits.length === 1) return { cell: hits[0] };
+  if (hits.length > 1) {
+    return {
+      error: `${hits.length} cells hold the code that defined the input provider, so which one ` +
+        "to edit is ambiguous",
+    };
+  }
+  return {
+    error: "the cell that defined the input provider changed since it ran (no cell holds its " +
+      "code as it ran); run it again, then drag",
+  };
+}
+
+// The cell a widget at `target` means by the text `source`: {cell} or {error}; null when no
+// notebook is open.
+export function findCellBySource(widgets, target, source) {
+  const cells = candidateCells(widgets, target);
+  return cells ? cellWithSource(cells, source) : null;
 }

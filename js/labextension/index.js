@@ -1,7 +1,15 @@
 // skyline-nb companion plugin for JupyterLab 4 and Notebook 7: applies the skyline widget's
 // batch-size edits to the notebook cell, by cell id, as one undo step. No runtime dependency:
 // the app is reached through `app.shell`, and the protocol lives in edit.js.
-import { EDIT_EVENT, READ_EVENT, applyEdit, findCell, invalidDetail } from "./edit.js";
+import {
+  EDIT_EVENT,
+  FIND_EVENT,
+  READ_EVENT,
+  applyEdit,
+  findCell,
+  findCellBySource,
+  invalidDetail,
+} from "./edit.js";
 
 function mainAreaWidgets(shell) {
   const widgets = typeof shell.widgets === "function" ? [...shell.widgets("main")] : [];
@@ -46,6 +54,19 @@ function onReadSource(app, event) {
   detail.source = cell.getSource();
 }
 
+// Answer a find request: the id of the one cell whose text is exactly the code that ran (a cell
+// that ran before `%load_ext`, whose id the kernel never heard), or why there is none.
+function onFindCell(app, event) {
+  if (event.defaultPrevented) return;
+  const detail = event.detail;
+  if (!detail || typeof detail !== "object" || typeof detail.source !== "string") return;
+  const found = findCellBySource(mainAreaWidgets(app.shell), event.target, detail.source);
+  if (!found) return;
+  event.preventDefault();
+  if (found.cell) detail.cellId = found.cell.id;
+  else detail.error = found.error;
+}
+
 const plugin = {
   id: "skyline-nb:edit-source",
   description: "Applies skyline_nb widget edits (the batch size) to the notebook cell source.",
@@ -54,6 +75,7 @@ const plugin = {
   activate(app) {
     document.addEventListener(EDIT_EVENT, (event) => onEditSource(app, event));
     document.addEventListener(READ_EVENT, (event) => onReadSource(app, event));
+    document.addEventListener(FIND_EVENT, (event) => onFindCell(app, event));
   },
 };
 

@@ -6,12 +6,16 @@
 //  (b) the notebook's shared model reached through the widget manager — an internal API, so
 //      every step is guarded and any surprise falls through to (c);
 //  (c) a copyable `batch_size = N` for the user (the next %%skyline run can apply it).
+// A cell that ran before `%load_ext` has no id the kernel knows, only its text as it ran: the
+// cell is found by an exact, unique match of that text (the extension's `skyline-find-cell`
+// event, else the shared model) and its id written into `edit_target`, so the kernel adopts it.
 // Before any of them the literal is re-located in the cell's CURRENT text (read through the
 // extension's `skyline-read-source` event, else the shared model): the user may have typed
 // since profiling. Changed text goes to the kernel's AST locator; its refusal is final.
 // Offsets: report.source gives Python str offsets (code points); editors count UTF-16 units,
 // so they are converted unless the report already carries start_utf16/end_utf16.
 
+import { FIND_EVENT, cellWithSource } from "../labextension/edit.js";
 import { hasKernel, serverAnswered } from "./actions.js";
 import { h } from "./dom.js";
 
@@ -29,12 +33,15 @@ export function pyOffsetToUtf16(code, offset) {
   return units;
 }
 
-/** Where to edit: edit_target (kept current by the kernel) over report.source. */
+/**
+ * Where to edit: edit_target (kept current by the kernel) over report.source. A source without
+ * a cell id is the same cell as a target with one: the id was found by the cell's text since.
+ */
 export function editTarget(model, report) {
   const source = report?.source || null;
   const trait = typeof model?.get === "function" ? model.get("edit_target") : null;
   if (trait && Number.isInteger(trait.start) && Number.isInteger(trait.end)) {
-    const sameCell = source && (source.cell_id ?? null) === (trait.cell_id ?? null);
+    const sameCell = source && (source.cell_id == null || source.cell_id === (trait.cell_id ?? null));
     return { editable: true, ...(sameCell ? source : {}), ...trait };
   }
   return source;
@@ -119,16 +126,20 @@ export function locateInKernel(model, code, batch, timeoutMs = LOCATE_TIMEOUT_MS
   });
 }
 
-function sharedCell(model, cellId) {
-  let shared;
+/** The notebook's shared model through the widget manager (internal API), or null. */
+function sharedNotebook(model) {
   try {
-    shared = model?.widget_manager?.context?.model?.sharedModel;
+    const shared = model?.widget_manager?.context?.model?.sharedModel;
+    return Array.isArray(shared?.cells) ? shared : null;
   } catch {
     return null;
   }
-  const cells = shared?.cells;
-  if (!cellId || !cells || typeof cells.find !== "function") return null;
-  const cell = cells.find((c) => c && c.id === cellId);
+}
+
+function sharedCell(model, cellId) {
+  const shared = sharedNotebook(model);
+  if (!cellId || !shared) return null;
+  const cell = shared.cells.find((c) => c && c.id === cellId);
   if (!cell || typeof cell.updateSource !== "function") return null;
   return { shared, cell };
 }
@@ -154,6 +165,41 @@ export function readCurrentSource(el, model, cellId) {
   } catch {
     return null;
   }
+}
+
+/**
+ * The id of the cell to edit, as {cellId} or {error}. The target's own id when it has one; else
+ * (a cell that ran before `%load_ext`) the one cell whose text is exactly the code that ran,
+ * found by the companion extension or in the shared model. A found id goes into `edit_target`:
+ * the next drag edits that cell even once its text changed, and the kernel adopts the id.
+ */
+export function findSourceCell(el, model, target) {
+  if (target.cell_id != null) return { cellId: target.cell_id };
+  if (typeof target.code !== "string") return { cellId: null };
+  const detail = { source: target.code };
+  const event = new CustomEvent(FIND_EVENT, { ...EVENT_INIT, detail });
+  el.dispatchEvent(event);
+  let found = event.defaultPrevented ? detail : null;
+  const shared = found ? null : sharedNotebook(model);
+  if (shared) {
+    const match = cellWithSource(shared.cells, target.code);
+    found = match.cell ? { cellId: match.cell.id } : match;
+  }
+  if (!found) return { error: "no notebook editor is reachable from this view to find the source cell" };
+  if (found.error) return { error: found.error };
+  rememberCell(model, target, found.cellId);
+  return { cellId: found.cellId };
+}
+
+const TARGET_KEYS = ["kind", "start", "end", "start_utf16", "end_utf16", "value"];
+
+function rememberCell(model, target, cellId) {
+  if (typeof model?.set !== "function") return;
+  const trait = typeof model.get === "function" ? model.get("edit_target") : null;
+  const base = Number.isInteger(trait?.start) ? trait
+    : Object.fromEntries(TARGET_KEYS.map((key) => [key, target[key] ?? null]));
+  model.set("edit_target", { ...base, cell_id: cellId });
+  model.save_changes?.();
 }
 
 /**
@@ -217,7 +263,9 @@ export async function applyEdit({ el, model, report, batch }) {
     return manual(`The batch size cannot be edited here${target?.reason ? `: ${target.reason}` : ""}`);
   }
   const span = literalSpan(target);
-  const cellId = target.cell_id ?? null;
+  const cell = findSourceCell(el, model, target);
+  if (cell.error) return manual(`Not edited: ${cell.error}`);
+  const cellId = cell.cellId;
   const where = await locateCurrent(model, readCurrentSource(el, model, cellId), span, batch);
   if (where.error) return manual(`Not edited: ${where.error}`);
   const detail = { cellId, start: where.start, end: where.end, text, expected: where.expected, file: target.file ?? null };
