@@ -38,6 +38,10 @@ class Providers:
         return f"{name} ({self.user_code.location_of(function)})"
 
 
+# What the input provider gave, ready to call the iteration with: (args, kwargs, tensors).
+Inputs = tuple[tuple[Any, ...], dict[str, Any], list[torch.Tensor]]
+
+
 @dataclass
 class Trial:
     """One fresh model with its inputs and iteration, ready to step."""
@@ -51,6 +55,10 @@ class Trial:
 
     def step(self) -> Any:
         return self.iteration(*self.args, **self.kwargs)
+
+    def use_inputs(self, inputs: Inputs) -> None:
+        """Train on new inputs (another batch size) from now on; the old ones are dropped."""
+        self.args, self.kwargs, self.input_tensors = inputs
 
 
 def _parameters(function: Callable[..., Any], role: str) -> list[inspect.Parameter]:
@@ -184,7 +192,32 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
                 "also used elsewhere and cannot be copied; return a new model on each call"
             ) from exc
     model.to(device.torch_device)
-    raw = _call(providers, providers.inputs, "input provider", batch_size=batch_size, oom=oom)
+    args, kwargs, tensors = make_inputs(providers, batch_size, device)
+    iteration = _call(providers, providers.iteration, "iteration provider", model, oom=oom)
+    if not callable(iteration):
+        raise ProviderError(
+            f"the iteration provider {providers.where(providers.iteration)} returned "
+            f"{type(iteration).__name__}; it must return the iteration function"
+        )
+    where = providers.where(iteration)
+
+    def step(*a: Any, **k: Any) -> Any:
+        try:
+            return iteration(*a, **k)
+        except oom:
+            raise
+        except Exception as exc:
+            raise ProviderError(
+                f"the iteration {where} raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return Trial(model, step, args, kwargs, tensors, where)
+
+
+def make_inputs(providers: Providers, batch_size: int, device: Device) -> Inputs:
+    """The input provider's value for ``batch_size`` on the device: (args, kwargs, tensors)."""
+    raw = _call(providers, providers.inputs, "input provider", batch_size=batch_size,
+                oom=device.oom_types)
     if isinstance(raw, torch.Tensor):
         raw = (raw,)
     if not isinstance(raw, (tuple, list, dict)):
@@ -199,26 +232,9 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
             f"the input provider {providers.where(providers.inputs)} returned no tensors "
             f"({type(raw).__name__} of {', '.join(type(v).__name__ for v in _values(raw))})"
         )
-    iteration = _call(providers, providers.iteration, "iteration provider", model, oom=oom)
-    if not callable(iteration):
-        raise ProviderError(
-            f"the iteration provider {providers.where(providers.iteration)} returned "
-            f"{type(iteration).__name__}; it must return the iteration function"
-        )
-    args, kwargs = ((), dict(moved)) if isinstance(moved, dict) else (tuple(moved), {})
-    where = providers.where(iteration)
-
-    def step(*a: Any, **k: Any) -> Any:
-        try:
-            return iteration(*a, **k)
-        except oom:
-            raise
-        except Exception as exc:
-            raise ProviderError(
-                f"the iteration {where} raised {type(exc).__name__}: {exc}"
-            ) from exc
-
-    return Trial(model, step, args, kwargs, tensors, where)
+    if isinstance(moved, dict):
+        return (), dict(moved), tensors
+    return tuple(moved), {}, tensors
 
 
 def _values(raw: Any) -> list[Any]:

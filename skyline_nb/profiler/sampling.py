@@ -19,9 +19,7 @@ size above is probed even if the one-point bound forbids it: that bound assumes 
 
 Three points by default (the user's batch, 2× and 4×): the fewest a fit with residuals needs,
 and the extra sampling must cost at most 1.5× the profile itself (issue 4); an 8× point alone
-costs about as many batch-iterations as the whole profile. While ``collect_samples`` runs,
-``sampling_in_progress()`` is true, which ``iteration.measure_level1`` reads to take the extra
-samples with its leaner ``SAMPLE`` precision (the measuring function is the caller's).
+costs about as many batch-iterations as the whole profile.
 
 Imports no torch: the caller passes ``measure`` and the exception types that mean "out of
 memory" on its device (``torch.OutOfMemoryError`` on CUDA), so this module can be tested with a
@@ -39,7 +37,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 from skyline_nb.report import Sample
@@ -61,14 +58,6 @@ DEFAULT_POINTS = MIN_POINTS
 # three points spanning 32–64 gave time lines whose intercept noise flipped the sign of the
 # throughput slope on a busy machine; 32, 50, 128 span 4×.
 SPREAD = 1.5
-
-_SAMPLING: ContextVar[bool] = ContextVar("skyline_nb_sampling", default=False)
-
-
-def sampling_in_progress() -> bool:
-    """True inside ``collect_samples``: measurements now are extra samples, not the headline."""
-    return _SAMPLING.get()
-
 
 def collect_samples(
     measure: Callable[[int], Sample],
@@ -93,23 +82,19 @@ def collect_samples(
     if first.batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {first.batch_size}")
     state = _State(first.batch_size, capacity_bytes, {first.batch_size: first})
-    token = _SAMPLING.set(True)
-    try:
-        while len(state.measured) < max_points and state.failures < MAX_FAILURES:
-            target = state.next_target()
-            if target is None:
-                break
-            try:
-                sample = measure(target)
-            except oom_errors:
-                state.failed(target)
-                continue
-            if 0 < capacity_bytes < sample.peak_bytes:
-                state.failed(target)  # over the budget: as good as out of memory
-                continue
-            state.measured[target] = sample
-    finally:
-        _SAMPLING.reset(token)
+    while len(state.measured) < max_points and state.failures < MAX_FAILURES:
+        target = state.next_target()
+        if target is None:
+            break
+        try:
+            sample = measure(target)
+        except oom_errors:
+            state.failed(target)
+            continue
+        if 0 < capacity_bytes < sample.peak_bytes:
+            state.failed(target)  # over the budget: as good as out of memory
+            continue
+        state.measured[target] = sample
     samples = [state.measured[size] for size in sorted(state.measured)]
     return samples, state.reason()
 

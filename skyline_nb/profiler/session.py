@@ -1,37 +1,31 @@
 """``profile()``: the leveled measurement of one training iteration, isolated from the user.
 
-Order of work, each level with its own fresh model so instrumentation never pollutes the
-headline numbers (XSP's leveled approach):
-  1. iteration level, uninstrumented: iteration time, throughput, peak memory (``iteration.py``);
-  2+3. one instrumented iteration after two plain warm-ups: every op timed in situ with module
-     paths and source lines (``operations.py``) and the storages saved for backward, weights,
-     grads and optimizer state (``memory.py``);
-  4. optionally more level-1 samples at other batch sizes for the performance models.
+Order of work (XSP's leveled approach: instrumentation never runs inside a timed iteration):
+  1. iteration level, uninstrumented: iteration time, throughput, peak memory on one fresh
+     trial (``iteration.py``), which is then kept warm for the other levels;
+  2+3. one memory run and then instrumented runs: every op timed in situ with module paths and
+     source lines (``operations.py``), the storages saved for backward, weights, grads and
+     optimizer state (``memory.py``);
+  4. optionally level-1 samples at other batch sizes on the same trial, for the models.
 Untracked time/memory = level 1 minus what level 2/3 accounted for, reported as is (negative
-values are kept and explained in ``warnings``, never clamped).
-
-Isolation (``isolated``): RNG forked (CPU + CUDA, Python ``random``, NumPy), grad mode and global
-torch flags restored, hooks and modes removed in ``finally``, memory released, and models always
-fresh from the provider (copied when the user holds the returned object), so the user's objects
-and session are exactly as before, whether profile() returns or raises (KeyboardInterrupt too).
+values are kept and explained in ``warnings``, never clamped). Isolation: ``isolation.py``.
 """
 
 from __future__ import annotations
 
 import math
-import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from skyline_nb.models.linear import PerformanceModels
-from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError, StartingBatchOOMError
-from skyline_nb.profiler.iteration import IterationResult, measure_level1
+from skyline_nb.profiler.isolation import isolated
+from skyline_nb.profiler.iteration import IterationResult, WarmTrial, measure_level1, warm_inputs
 from skyline_nb.profiler.memory import (
     ParameterOrigins,
     SavedTensorTracker,
@@ -41,58 +35,31 @@ from skyline_nb.profiler.memory import (
     unique_parameters,
 )
 from skyline_nb.profiler.operations import OperationTracker, merge_median
-from skyline_nb.profiler.providers import Providers, build_trial, load_providers
+from skyline_nb.profiler.providers import build_trial, load_providers
 from skyline_nb.profiler.stacks import UserCode, default_project_root
+from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import Report, Sample, WeightEntry
 
-LEVEL2_WARMUP = 2
-# Instrumented iterations; each op's time is the median over them. At least 3; tiny models
-# (a few ms per run) get more, up to 9 within about LEVEL2_BUDGET_MS: with 3 runs the MLP's
-# untracked time at batch 16 spread over -12.1 … +2.8 % across 5 profiles (a load burst can
-# cover three 3 ms runs), with 9 over +0.8 … +6.0 %, for ~30 ms more. Always an odd number,
-# so the median is one measured value.
-LEVEL2_RUNS, LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS = 3, 9, 150.0
+# Instrumented iterations; each op's time is the median over the quiet ones (those during which
+# no other process kept this one's threads waiting for a CPU). At least 3; tiny models (a few
+# ms per run) get more, up to 9 within about LEVEL2_BUDGET_MS, so that a burst of other work
+# cannot cover most of them. Always an odd number, so the median is one measured value. Runs
+# that waited are retried for up to LEVEL2_PATIENCE_MS; then all runs count.
+LEVEL2_RUNS, LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 3, 9, 150.0, 300.0
+# Σ op times may exceed the uninstrumented iteration by this share before the two are taken to
+# describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
+UNTRACKED_TOLERANCE = 0.10
 
 
-def more_level2_runs(walls_ms: list[float]) -> bool:
-    """Whether to take another instrumented run after runs that took ``walls_ms`` each."""
-    n = len(walls_ms)
-    if n < LEVEL2_RUNS:
-        return True
-    return n < LEVEL2_MAX_RUNS and (n % 2 == 0 or sum(walls_ms) < LEVEL2_BUDGET_MS)
-
-
-@contextmanager
-def isolated(device: Device) -> Iterator[None]:
-    """Run measurements without leaving a trace in the user's session (see module docstring)."""
-    flags = tp.backend_flags()
-    saved = {name: get() for name, (get, _set) in flags.items()}
-    python_rng = random.getstate()
-    numpy_rng = _numpy_state()
-    cuda = [device.torch_device.index] if device.kind == "cuda" else []
-    try:
-        with torch.random.fork_rng(devices=cuda):
-            torch.set_grad_enabled(True)
-            yield
-    finally:
-        for name, (get, set_) in flags.items():
-            if get() != saved[name]:
-                set_(saved[name])
-        random.setstate(python_rng)
-        if numpy_rng is not None:
-            import numpy
-
-            numpy.random.set_state(numpy_rng)
-        device.free_memory()
-
-
-def _numpy_state() -> Any:
-    try:
-        import numpy
-    except ImportError:
-        return None
-    return numpy.random.get_state()
+def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
+    """Whether to take another instrumented run after ``runs`` = [(wall ms, waited)]."""
+    quiet = [wall for wall, waited in runs if not waited]
+    lost = sum(wall for wall, waited in runs if waited)
+    if len(quiet) < LEVEL2_RUNS:
+        return len(runs) < LEVEL2_RUNS or lost < max(LEVEL2_PATIENCE_MS, 2 * sum(quiet))
+    n = len(quiet)
+    return n < LEVEL2_MAX_RUNS and (n % 2 == 0 or sum(quiet) < LEVEL2_BUDGET_MS)
 
 
 def profile(
@@ -127,47 +94,53 @@ def profile(
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"batch_size must be a positive integer, not {size!r}")
     warnings: list[str] = []
+    origins = ParameterOrigins(user_code.capture)
+
+    def build() -> Any:
+        with origins:  # where each parameter was created, for the weights' source lines
+            return build_trial(providers, size, dev)
+
     with isolated(dev):
         try:
-            level1 = measure_level1(lambda: build_trial(providers, size, dev), dev, size)
+            level1, warm = measure_level1(build, dev, size, inputs_for=warm_inputs(providers, dev))
         except dev.oom_types as exc:
             raise StartingBatchOOMError(
                 f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
                 f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size"
             ) from exc
-        if not level1.converged:
-            waited = (
-                f", {level1.waited_blocks} of which waited for a CPU (other processes were "
-                "running); the median of the blocks that waited least is reported"
-                if level1.waited_blocks
-                else " (a busy machine?); the median block is reported"
-            )
-            warnings.append(
-                f"iteration time did not settle within 5 % over {len(level1.block_means)} "
-                f"blocks{waited}"
-            )
-        report = _instrumented(providers, size, dev, user_code, level1, warnings)
-        first = level1.sample()
-        report.samples = [first]
-        if predict:
-            report.samples, report.models = _predict(providers, dev, first, warnings)
+        try:
+            if not level1.converged:
+                warnings.append(_unsettled(level1))
+            report = _instrumented(warm, origins, dev, user_code, level1, warnings)
+            first = level1.sample()
+            report.samples = [first]
+            if predict:
+                report.samples, report.models = _predict(warm, dev, first, warnings)
+        finally:
+            del warm
     return report
 
 
+def _unsettled(level1: IterationResult) -> str:
+    timing = level1.timing
+    return (
+        f"the iteration time is the median of {len(timing.ms)} iterations, "
+        f"{timing.waited_count} of which ran while other processes kept this one waiting for "
+        "a CPU, so it may be slower than on a quiet machine"
+    )
+
+
 def _instrumented(
-    providers: Providers,
-    size: int,
+    warm: WarmTrial,
+    origins: ParameterOrigins,
     dev: Device,
     user_code: UserCode,
     level1: IterationResult,
     warnings: list[str],
 ) -> Report:
-    """Levels 2 and 3 on a fresh model, assembled with level 1 into the Report."""
-    origins = ParameterOrigins(user_code.capture)
-    with origins:
-        trial = build_trial(providers, size, dev)
-    for _ in range(LEVEL2_WARMUP):
-        trial.step()
+    """Levels 2 and 3 on the warm trial, assembled with level 1 into the Report."""
+    size = level1.batch_size
+    trial = warm.trial
     model = trial.model
     params = unique_parameters(model)
     fixed = storage_keys([p for _, p in params]) | storage_keys(model.buffers())
@@ -179,18 +152,21 @@ def _instrumented(
     with memory_ops, saved.active():
         value = trial.step()
     memory_ops.finish()
-    runs: list[OperationTracker] = []
-    while more_level2_runs([r.wall_ms for r in runs]):
-        # Held longer than the host needs to launch the instrumented iteration (hold_queue).
-        hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
-        run = OperationTracker(model, dev, user_code, hold_ms=hold)
-        with run:
-            trial.step()
-        run.finish()
-        runs.append(run)
-    ops = runs[0]
-    if not merge_median(ops, runs[1:]):
-        warnings.append("the instrumented iterations ran different ops; op times are from one run")
+    hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
+    ops, starved = _op_times(trial, dev, user_code, hold, warnings)
+    if not _consistent(level1, ops) and starved:
+        ops, starved = _op_times(trial, dev, user_code, hold, warnings)  # the burst may be over
+    if not _consistent(level1, ops) and (starved or level1.waited_iterations):
+        # Level 1 and level 2 were measured at different moments of a busy machine: time the
+        # iteration again now, so that the breakdown and the headline describe the same moment.
+        timing = time_steps(trial.step, dev, HEADLINE)
+        level1.iteration_ms, level1.timing = timing.result(HEADLINE), timing
+        level1.converged = timing.settled(HEADLINE)
+    if starved:
+        warnings.append(
+            "other processes kept this one waiting for a CPU during every instrumented "
+            "iteration; the op times may be inflated"
+        )
     activation_by_op = _match_activations(saved.bytes_per_op(), memory_ops, ops)
     weights, weight_bytes, grad_bytes = [], {}, {}
     for name, param in params:
@@ -215,9 +191,8 @@ def _instrumented(
     if untracked_ms < 0:
         warnings.append(
             f"the ops measured one by one sum to {ops_ms:.3f} ms, more than the uninstrumented "
-            f"iteration ({level1.iteration_ms:.3f} ms); untracked time is negative (timing noise, "
-            "the ~2 µs Python dispatch cost each timed op carries, or worker threads woken "
-            "after instrumentation gaps; torch.set_num_threads(1) makes it steadier)"
+            f"iteration ({level1.iteration_ms:.3f} ms); untracked time is negative (timing noise "
+            "or the ~2 µs of Python dispatch each timed op carries)"
         )
     warnings.extend(_finite_checks(value, params, trial.where))
     tree = build_tree(
@@ -249,6 +224,37 @@ def _instrumented(
         warnings=warnings,
         torch_version=torch.__version__,
     )
+
+
+def _op_times(
+    trial: Any, dev: Device, user_code: UserCode, hold_ms: float, warnings: list[str]
+) -> tuple[OperationTracker, bool]:
+    """Instrumented runs (``more_level2_runs``), merged into per-op medians over the quiet ones.
+
+    Returns the merged tracker and whether every run waited for a CPU (its op times may then be
+    inflated by other processes).
+    """
+    runs: list[tuple[OperationTracker, bool]] = []
+    while more_level2_runs([(r.wall_ms, waited) for r, waited in runs]):
+        # CUDA: held longer than the host needs to launch the instrumented iteration.
+        run = OperationTracker(trial.model, dev, user_code, hold_ms=hold_ms)
+        before = waited_ns()
+        with run:
+            trial.step()
+        run.finish()
+        runs.append((run, wait_fraction(before, waited_ns(), run.wall_ms) > QUIET_WAIT))
+    starved = all(waited for _, waited in runs)
+    chosen = [r for r, waited in runs if not waited] or [r for r, _ in runs]
+    if len(chosen) % 2 == 0:
+        chosen = chosen[1:]  # an odd count: the median is one measured value
+    if not merge_median(chosen[0], chosen[1:]):
+        warnings.append("the instrumented iterations ran different ops; op times are from one run")
+    return chosen[0], starved
+
+
+def _consistent(level1: IterationResult, ops: OperationTracker) -> bool:
+    """Σ op times within UNTRACKED_TOLERANCE above the uninstrumented iteration."""
+    return ops.ops_ms() <= level1.iteration_ms * (1 + UNTRACKED_TOLERANCE)
 
 
 def _match_activations(
@@ -283,16 +289,16 @@ def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> lis
 
 
 def _predict(
-    providers: Providers, dev: Device, first: Sample, warnings: list[str]
+    warm: WarmTrial, dev: Device, first: Sample, warnings: list[str]
 ) -> tuple[list[Sample], PerformanceModels]:
-    """More level-1 samples at other batch sizes, and the fitted lines."""
+    """More level-1 samples at other batch sizes on the warm trial, and the fitted lines."""
     from skyline_nb.profiler.sampling import collect_samples
 
     busy: list[int] = []  # batch sizes whose timing never found a quiet stretch
 
     def measure(batch: int) -> Sample:
-        result = measure_level1(lambda: build_trial(providers, batch, dev), dev, batch)
-        if not result.converged and result.waited_blocks:
+        result = warm.measure_at(batch)
+        if not result.converged and result.waited_iterations:
             busy.append(batch)
         return result.sample()
 

@@ -254,17 +254,24 @@ def quiet_native_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def allocator_peak_bytes(prof: Any, device_suffix: str = "CPU") -> int:
+def allocator_peak_bytes(prof: Any, device_suffix: str = "CPU", after_bytes: int = 0) -> int:
     """Max running sum of the allocator's [memory] events, in time order.
 
     Frees of blocks allocated before the profiler started are not reported by torch, so the
-    sum starts at zero at the window's start.
+    sum starts at zero at the window's start. ``after_bytes``: only the part after the last
+    allocation of exactly that many bytes counts (a marker between iterations), the sum then
+    starting at zero there.
     """
     events = sorted(
         (event.start_ns(), event.nbytes())
         for event in prof.profiler.kineto_results.events()
         if event.name() == "[memory]" and str(event.device_type()).endswith(device_suffix)
     )
+    if after_bytes:
+        marks = [i for i, (_t, nbytes) in enumerate(events) if nbytes == after_bytes]
+        if not marks:
+            raise RuntimeError("the allocator reported no marker allocation")
+        events = [e for e in events[marks[-1] + 1:] if e[1] != -after_bytes]
     live = peak = 0
     for _start, nbytes in events:
         live += nbytes

@@ -1,7 +1,7 @@
-"""Blocks whose threads waited for a CPU are set aside by level 1 (``cpuwait.py``).
+"""The CPU-wait counter (``cpuwait.py``) and what a profile says when samples waited.
 
-The logic runs on scripted blocks (exact); the counter itself is checked against a real
-competing process pinned to the same core.
+The stopping rules that use it are in ``test_timing.py`` (scripted); here the counter is
+checked against a real competing process pinned to the same core.
 """
 
 from __future__ import annotations
@@ -15,45 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from scripted_blocks import script_blocks  # noqa: E402
-
-from skyline_nb.profiler import iteration  # noqa: E402
+from skyline_nb.profiler import iteration, timing  # noqa: E402
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns  # noqa: E402
-from skyline_nb.profiler.device import resolve_device  # noqa: E402
-from skyline_nb.profiler.providers import Trial  # noqa: E402
-
-
-def _build() -> Trial:
-    return Trial(torch.nn.Linear(2, 2), lambda: None, (), {}, [], "test")
-
-
-def test_two_blocks_stretched_alike_by_a_burst_do_not_settle_the_headline(monkeypatch) -> None:
-    """80 and 82 ms agree within 5 %, but their threads waited half the time: set aside."""
-    script_blocks(monkeypatch, [(40.0, 0.0), (80.0, 0.5), (82.0, 0.5), (40.0, 0.0), (41.0, 0.001)])
-    result = iteration.measure_level1(_build, resolve_device("cpu"), 8)
-    assert result.converged and result.iteration_ms == pytest.approx(40.5)
-    assert result.waited_blocks == 2 and result.block_means == [80.0, 82.0, 40.0, 41.0]
-
-
-def test_a_long_sample_iteration_that_waited_does_not_settle_alone(monkeypatch) -> None:
-    """A sample's timed second warm-up of ≥ 50 ms settles it only if it did not wait."""
-    sizes = script_blocks(monkeypatch, [(90.0, 0.4), (60.0, 0.0), (61.0, 0.0)])
-    sample = iteration.measure_level1(_build, resolve_device("cpu"), 8,
-                                      precision=iteration.SAMPLE)
-    assert sample.converged and sample.iteration_ms == pytest.approx(60.5)
-    assert sizes == [1, 1, 1] and sample.waited_blocks == 1
-
-
-def test_a_machine_busy_throughout_ends_within_two_budgets(monkeypatch) -> None:
-    """Every block waited (more threads than free cores): none settles, the time spent is
-    bounded, and the result is the median of the blocks that waited least."""
-    sizes = script_blocks(
-        monkeypatch, [(50.0, 0.3), (70.0, 0.31), (52.0, 0.3), (51.0, 0.3), (90.0, 0.6)]
-    )
-    result = iteration.measure_level1(_build, resolve_device("cpu"), 8)
-    assert not result.converged and result.iteration_ms == 52.0  # of 70, 52, 51 (not 90)
-    timed_ms = sum(n * ms for n, ms in zip(sizes[1:], result.block_means, strict=True))
-    assert timed_ms <= 2 * iteration.MAX_TIMING_MS + 2 * 90.0
 
 
 def test_wait_fraction_is_zero_when_the_counter_is_unknown() -> None:
@@ -91,20 +54,29 @@ def test_the_counter_sees_a_process_competing_for_the_same_core() -> None:
 
 @pytest.mark.slow
 def test_samples_that_never_found_a_quiet_stretch_are_reported(monkeypatch) -> None:
-    """Every sample block waits (the headline's do not): the report names those batch sizes."""
+    """Every sample iteration waits (the headline's do not): the report names those sizes."""
     from skyline_nb.examples import mlp
-    from skyline_nb.profiler.sampling import sampling_in_progress
     from skyline_nb.profiler.session import profile
 
-    real = iteration.time_block
+    real = timing._chunk
+    sampling = [False]
 
-    def busy_while_sampling(trial: Trial, device: object, n: int) -> iteration.Timed:
-        block = real(trial, device, n)
-        return block._replace(waited=0.5) if sampling_in_progress() else block
+    def busy_while_sampling(step, device, n):
+        times, fraction, value = real(step, device, n)
+        return times, (0.5 if sampling[0] else fraction), value
 
-    monkeypatch.setattr(iteration, "time_block", busy_while_sampling)
+    real_measure_at = iteration.WarmTrial.measure_at
+
+    def measure_at(self, batch_size, precision=timing.SAMPLE):
+        sampling[0] = True
+        try:
+            return real_measure_at(self, batch_size, precision)
+        finally:
+            sampling[0] = False
+
+    monkeypatch.setattr(timing, "_chunk", busy_while_sampling)
+    monkeypatch.setattr(iteration.WarmTrial, "measure_at", measure_at)
     report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
                      mlp.skyline_iteration_provider, batch_size=8, device="cpu")
     busy = [w for w in report.warnings if "kept the CPU busy" in w]
     assert len(busy) == 1 and "batch size 16, 32" in busy[0], report.warnings
-    assert not any("did not settle" in w for w in report.warnings)

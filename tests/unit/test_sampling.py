@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skyline_nb.models.linear import PerformanceModels
-from skyline_nb.profiler.sampling import MAX_FAILURES, collect_samples, sampling_in_progress
+from skyline_nb.profiler.sampling import MAX_FAILURES, collect_samples
 from skyline_nb.report import Sample
 
 MB = 1 << 20
@@ -75,23 +75,6 @@ def test_plenty_of_memory_and_four_points_gives_2x_4x_and_8x() -> None:
     sizes, reason = run(machine, 8, 64 << 30)
     assert sizes == [8, 16, 32, 64] and reason is None
     assert machine.calls == [16, 32, 64]  # each after the one below refined the estimate
-
-
-def test_measurements_know_they_are_samples_only_inside_collect_samples() -> None:
-    seen: list[bool] = []
-
-    def measure(n: int) -> Sample:
-        seen.append(sampling_in_progress())
-        if n == 32:
-            raise MemoryError("fake")
-        return Sample(n, float(n), n * MB)
-
-    assert not sampling_in_progress()
-    collect_samples(measure, Sample(8, 8.0, 8 * MB), 0)
-    assert seen and all(seen) and not sampling_in_progress()
-    with pytest.raises(RuntimeError):
-        collect_samples(_raises(RuntimeError), Sample(8, 8.0, 8 * MB), 0)
-    assert not sampling_in_progress()  # reset when an error propagates, too
 
 
 def _raises(error: type[Exception]) -> Callable[[int], Sample]:

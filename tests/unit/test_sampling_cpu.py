@@ -7,11 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow  # real iterations: about 10 s on a busy 2-core machine
 
-import contextlib  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from scripted_blocks import script_blocks  # noqa: E402
+from scripted_chunks import script_chunks  # noqa: E402
 
 from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
@@ -20,7 +19,6 @@ from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.iteration import measure_iteration  # noqa: E402
 from skyline_nb.profiler.providers import Trial  # noqa: E402
 from skyline_nb.profiler.sampling import collect_samples  # noqa: E402
-from skyline_nb.report import Sample  # noqa: E402
 
 PROVIDERS = (mlp.skyline_model_provider, mlp.skyline_input_provider,
              mlp.skyline_iteration_provider)
@@ -60,7 +58,7 @@ def test_cpu_budget_exceeded_backs_off() -> None:
     assert all(s.peak_bytes <= budget for s in samples)
 
 
-def _count_steps() -> tuple[Callable[[], Trial], list[int]]:
+def _counting_trial() -> tuple[Callable[[], Trial], list[int]]:
     steps = [0]
 
     def step() -> None:
@@ -72,93 +70,60 @@ def _count_steps() -> tuple[Callable[[], Trial], list[int]]:
     return build, steps
 
 
-def test_extra_samples_are_measured_leaner_than_the_headline(monkeypatch) -> None:
-    """A 40 ms iteration: the headline times one more iteration (a last warm-up) than an extra
-    sample, whose first timed iteration already counts; both settle on 40 ms. (A sample's
-    second warm-up is timed too, but below 50 ms it does not settle anything.)"""
-    blocks = script_blocks(monkeypatch, [(40.0, 0.0)])
-    build, steps = _count_steps()
+def test_the_profile_trial_is_built_once_and_each_sample_costs_five_iterations(monkeypatch):
+    """40 ms iterations: the fresh trial takes 2 tracked warm-ups, 5 timed and 2 reference
+    iterations; a sample at another size 2 tracked (the first absorbs older frees) + 3 timed."""
+    script_chunks(monkeypatch, [(40.0, 0.0)])
+    build, steps = _counting_trial()
     device = resolve_device("cpu")
-    headline = iteration.measure_level1(build, device, 8)
-    headline_steps, headline_blocks = steps[0], list(blocks)
-    steps[0], blocks[:] = 0, []
-    results = []
-
-    def measure(batch: int) -> Sample:
-        results.append(iteration.measure_level1(build, device, batch))
-        return results[-1].sample()
-
-    collect_samples(measure, headline.sample(), 0)
-    assert headline.converged and headline.iteration_ms == 40.0
-    assert headline_blocks == [1, 1, 1] and headline_steps == 2 + 3  # tracked warm-up + timed
-    assert [r.batch_size for r in results] == [16, 32]
-    assert all(r.converged and r.iteration_ms == 40.0 for r in results)
-    assert blocks == [1, 1, 1] * 2 and steps[0] == (2 + 2) * 2  # timed warm-up, 2 blocks
-    assert iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE).converged
+    inputs = lambda n: ((), {}, [torch.zeros(n)])  # noqa: E731
+    headline, warm = iteration.measure_level1(build, device, 8, inputs_for=inputs)
+    assert headline.converged and headline.iteration_ms == 40.0 and steps[0] == 2 + 5 + 2
+    steps[0] = 0
+    sample = warm.measure_at(16)
+    assert sample.converged and sample.iteration_ms == 40.0 and steps[0] == 2 + 3
+    assert sample.peak_bytes == headline.peak_bytes + 8 * 4  # 8 more float32 input elements
 
 
-def test_a_short_first_iteration_is_not_a_sample_block(monkeypatch) -> None:
-    """At 2 ms an iteration is shorter than a sample's 10 ms block: the lone first one stays a
-    warm-up, and blocks of 5 iterations follow (13 for the headline's 25 ms blocks). The
-    sample's timed second warm-up is the leading 1."""
-    blocks = script_blocks(monkeypatch, [(2.0, 0.0)])
-    build, _ = _count_steps()
-    result = iteration.measure_level1(build, resolve_device("cpu"), 8,
-                                      precision=iteration.SAMPLE)
-    assert blocks == [1, 1, 5, 5] and result.block_means == [2.0, 2.0]
-    blocks[:] = []
-    iteration.measure_level1(build, resolve_device("cpu"), 8)
-    assert blocks == [1, 13, 13]
+@pytest.mark.parametrize("example", ["mlp", "cnn", "transformer", "lstm"])
+def test_warm_samples_have_the_peak_of_a_fresh_trial_to_the_byte(example: str) -> None:
+    """A sample on the profile's warm trial (new inputs, step peaks compared with the user's
+    batch) equals the tracked peak of a model built fresh at that size, to the byte."""
+    import importlib
 
-
-def test_one_long_iteration_settles_a_sample_alone(monkeypatch) -> None:
-    """At 60 ms one timed iteration is longer than two blocks: a sample's second warm-up is
-    timed (allocator events only, no tracker) and settles it, 2 steps in all; the headline
-    tracks 2 and times 3 more."""
-    blocks = script_blocks(monkeypatch, [(60.0, 0.0)])
-    build, steps = _count_steps()
-    device = resolve_device("cpu")
-    sample = iteration.measure_level1(build, device, 8, precision=iteration.SAMPLE)
-    assert blocks == [1] and steps[0] == 2
-    assert sample.converged and sample.iteration_ms == 60.0 and sample.block_means == [60.0]
-    blocks[:], steps[0] = [], 0
-    headline = iteration.measure_level1(build, device, 8)
-    assert blocks == [1, 1, 1] and steps[0] == 5 and headline.iteration_ms == 60.0
-
-
-def test_only_cpu_samples_are_lean() -> None:
-    """Extra samples on CPU use SAMPLE; CUDA samples and every headline keep HEADLINE."""
-    seen: list[tuple[iteration.Precision, iteration.Precision]] = []
-
-    def measure(n: int) -> Sample:
-        seen.append((iteration.default_precision("cpu"), iteration.default_precision("cuda")))
-        return Sample(n, float(n), n << 20)
-
-    collect_samples(measure, Sample(8, 8.0, 8 << 20), 0)
-    assert seen and all(p == (iteration.SAMPLE, iteration.HEADLINE) for p in seen)
-    assert iteration.default_precision("cpu") == iteration.HEADLINE
-
-
-@pytest.mark.parametrize("user_profiling", [False, True])
-def test_lean_sample_peak_equals_the_tracked_peak(user_profiling: bool) -> None:
-    """A sample's peak from the allocator's events alone is the headline's tracker + allocator
-    peak to the byte; with the user's own profiler running (no allocator events for us) the
-    sample falls back to the tracker."""
+    from skyline_nb.profiler.isolation import isolated
     from skyline_nb.profiler.providers import build_trial, load_providers
     from skyline_nb.profiler.stacks import UserCode
 
+    module = importlib.import_module(f"skyline_nb.examples.{example}")
+    providers = load_providers(module.skyline_model_provider, module.skyline_input_provider,
+                               module.skyline_iteration_provider, UserCode(Path(".")))
     device = resolve_device("cpu")
+
+    def fresh(n: int) -> tuple[iteration.IterationResult, iteration.WarmTrial]:
+        return iteration.measure_level1(lambda: build_trial(providers, n, device), device, n,
+                                        inputs_for=iteration.warm_inputs(providers, device))
+
+    with isolated(device):
+        _, warm = fresh(8)
+        sampled = {n: warm.measure_at(n).peak_bytes for n in (16, 4)}
+        del warm
+        expected = {n: fresh(n)[0].peak_bytes for n in (16, 4)}
+    assert sampled == expected
+
+
+def test_with_the_users_profiler_running_samples_fall_back_to_the_tracker() -> None:
+    """torch refuses a second profiler: the live-storage tracker measures both sides."""
+    from skyline_nb.profiler.providers import build_trial, load_providers
+    from skyline_nb.profiler.stacks import UserCode
+
     providers = load_providers(*PROVIDERS, UserCode(Path(mlp.__file__).parent))
-
-    def peak(precision: iteration.Precision) -> int:
-        build = lambda: build_trial(providers, 16, device)  # noqa: E731
-        return iteration.measure_level1(build, device, 16, precision=precision).peak_bytes
-
-    users_profiler = (
-        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])
-        if user_profiling
-        else contextlib.nullcontext()
-    )
-    with users_profiler:
-        lean, full = peak(iteration.SAMPLE), peak(iteration.HEADLINE)
-    assert lean == full > 4 * 2**20
+    device = resolve_device("cpu")
+    inputs = iteration.warm_inputs(providers, device)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        _, warm = iteration.measure_level1(lambda: build_trial(providers, 8, device), device, 8,
+                                           inputs_for=inputs)
+        sampled = warm.measure_at(16).peak_bytes
+        fresh, _ = iteration.measure_level1(lambda: build_trial(providers, 16, device), device,
+                                            16)
+    assert sampled == fresh.peak_bytes > 4 * 2**20

@@ -1,0 +1,128 @@
+"""Timing uninstrumented iterations: one number per iteration, the median of the quiet ones.
+
+Every iteration is timed on its own (``perf_counter_ns`` on CPU; a CUDA event pair per
+iteration, read after one synchronize per chunk), and the result is a median. A block mean is
+the wrong statistic on a shared machine: one preempted iteration, a page-fault storm or an
+OpenMP worker that waited for a core moves it, while a median over single iterations is what a
+plain training loop's typical iteration takes.
+
+Iterations run in chunks of about ``CHUNK_MS``; around each chunk the CPU-wait counter
+(``cpuwait``: how long this process's threads sat on a run queue) says whether another process
+took the cores meanwhile. Iterations of a chunk that waited more than ``QUIET_WAIT`` of its
+time are set aside while enough quiet ones come; a machine busy throughout (every chunk
+waited) gets the median of everything, as a plain loop on that machine would. Where the counter
+is unknown (macOS, Windows) every chunk counts as quiet.
+
+Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
+every other step); the caller sees the spread in ``Timing.ms``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
+from skyline_nb.profiler.device import Device
+
+# A chunk whose threads waited for a CPU longer than this share of its time is set aside
+# (quiet chunks wait ≤ 0.3 %, chunks stretched by another process 10–84 %; cpuwait.py).
+QUIET_WAIT = 0.02
+CHUNK_MS = 2.0
+MAX_CHUNK = 64
+
+
+@dataclass(frozen=True)
+class Precision:
+    """When a timing may stop: at least ``min_iterations`` quiet iterations lasting at least
+    ``min_ms`` in all; iterations that waited for a CPU count against ``patience_ms`` (the
+    time spent waiting for quiet ones, at least ``patience_iterations`` iterations' worth)."""
+
+    min_iterations: int
+    min_ms: float
+    patience_ms: float
+    patience_iterations: int
+
+
+# The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes:
+# ≥ 3 (their iterations are 2–4× longer, and the time line is fitted over several of them).
+HEADLINE = Precision(5, 30.0, 300.0, 8)
+SAMPLE = Precision(3, 10.0, 200.0, 5)
+
+
+@dataclass
+class Timing:
+    """Per-iteration times (ms) and which of them ran while the process waited for a CPU."""
+
+    ms: list[float] = field(default_factory=list)
+    waited: list[bool] = field(default_factory=list)
+    last_value: Any = None
+
+    def add(self, times: list[float], waited: bool) -> None:
+        self.ms.extend(times)
+        self.waited.extend([waited] * len(times))
+
+    def quiet(self) -> list[float]:
+        return [ms for ms, w in zip(self.ms, self.waited, strict=True) if not w]
+
+    @property
+    def waited_count(self) -> int:
+        return sum(self.waited)
+
+    def settled(self, precision: Precision) -> bool:
+        """Enough quiet iterations over enough time."""
+        quiet = self.quiet()
+        return len(quiet) >= precision.min_iterations and sum(self.ms) >= precision.min_ms
+
+    def result(self, precision: Precision) -> float:
+        """Median of the quiet iterations when there are enough, else of all of them."""
+        quiet = self.quiet()
+        enough = max(1, math.ceil(precision.min_iterations / 2))
+        return statistics.median(quiet if len(quiet) >= enough else self.ms)
+
+
+def time_steps(
+    step: Callable[[], Any],
+    device: Device,
+    precision: Precision,
+    timing: Timing | None = None,
+) -> Timing:
+    """Step and time single iterations until ``precision`` is met or its patience runs out.
+
+    ``timing`` continues a timing that already holds iterations (e.g. one timed elsewhere).
+    """
+    timing = timing if timing is not None else Timing()
+    estimate = statistics.median(timing.ms) if timing.ms else None
+    while not timing.settled(precision):
+        spent = sum(timing.ms)
+        if timing.ms and spent >= _patience(precision, estimate or spent):
+            break
+        n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
+        times, fraction, value = _chunk(step, device, n)
+        timing.add(times, fraction > QUIET_WAIT)
+        timing.last_value = value
+        estimate = statistics.median(timing.ms)
+    return timing
+
+
+def _patience(precision: Precision, iteration_ms: float) -> float:
+    return max(precision.patience_ms, precision.patience_iterations * iteration_ms,
+               precision.min_ms)
+
+
+def _chunk(step: Callable[[], Any], device: Device, n: int) -> tuple[list[float], float, Any]:
+    """``n`` iterations, each with its own timer; the CPU-wait counter is read around them."""
+    timers = [device.timer() for _ in range(n)]
+    value = None
+    before = waited_ns()
+    for timer in timers:
+        timer.start()
+        value = step()
+        timer.stop()
+    device.synchronize()
+    after = waited_ns()
+    times = [timer.elapsed_ms() for timer in timers]
+    return times, wait_fraction(before, after, sum(times)), value
