@@ -6,6 +6,14 @@ of their children for forward/backward time and activation bytes (the widget rel
 Σ children = parent); weight and grad bytes of a module include its descendants. Children are
 ordered by when they first ran, so the tree reads in execution order; modules that never ran
 (still holding weights) come last, in definition order.
+
+The root's time is the uninstrumented iteration. When the ops timed one by one add up to more
+than that (negative untracked time: instrumentation overhead, threads woken inside op
+windows), a child summed from them would be larger than the root ("148 % of the model"). The
+tree then holds each op's share of the iteration instead: every op time is scaled by
+iteration / Σ op times and the untracked node holds 0, so no node is larger than its parent
+and the root equals the iteration. ``Report.untracked_ms`` and the profiler's warning keep the
+measured difference.
 """
 
 from __future__ import annotations
@@ -53,14 +61,18 @@ def build_tree(inputs: TreeInputs) -> Node:
     optimizer = Node(0, inputs.optimizer_name or "optimizer", OPTIMIZER_PATH, "optimizer")
     nodes[OPTIMIZER_PATH] = optimizer
 
+    ops_ms = ops.ops_ms()
+    scaled = inputs.untracked_ms < 0 < ops_ms
+    share = (ops_ms + inputs.untracked_ms) / ops_ms if scaled else 1.0
     for record in ops.records:
         parent = nodes.get(record.module, root)
-        leaf = _leaf(record, inputs)
+        leaf = _leaf(record, inputs, share)
         first[id(leaf)] = record.index
         parent.children.append(leaf)
     if optimizer.children:
         root.children.append(optimizer)
-    untracked = Node(0, "untracked", UNTRACKED_PATH, "untracked", forward_ms=inputs.untracked_ms)
+    untracked_ms = 0.0 if scaled else inputs.untracked_ms
+    untracked = Node(0, "untracked", UNTRACKED_PATH, "untracked", forward_ms=untracked_ms)
     untracked.activation_bytes = inputs.activation_by_op.get(None, 0)
     root.children.append(untracked)
     first[id(untracked)] = len(ops.records) + 1
@@ -72,7 +84,7 @@ def build_tree(inputs: TreeInputs) -> Node:
     return root
 
 
-def _leaf(record: OpRecord, inputs: TreeInputs) -> Node:
+def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
     prefix = OPTIMIZER_PATH if record.phase == OPTIMIZER else record.module
     path = f"{prefix}/{record.key}" if prefix else record.key
     name = record.name
@@ -85,8 +97,8 @@ def _leaf(record: OpRecord, inputs: TreeInputs) -> Node:
         name,
         path,
         "op",
-        forward_ms=record.forward_ms,
-        backward_ms=record.backward_ms,
+        forward_ms=record.forward_ms * share,
+        backward_ms=None if record.backward_ms is None else record.backward_ms * share,
         activation_bytes=inputs.activation_by_op.get(record.index, 0),
         frames=frames,
     )

@@ -80,7 +80,10 @@ def test_totals_and_categories_add_up(reports, name):
     assert root.kind == "root"
     assert root.total_ms == pytest.approx(report.iteration_ms)
     untracked = root.find("[untracked]")
-    assert untracked is not None and untracked.forward_ms == pytest.approx(report.untracked_ms)
+    # A negative untracked time is not drawn: the ops then hold their shares of the iteration
+    # (profiler/tree.py), so no node is larger than the root.
+    assert untracked is not None
+    assert untracked.forward_ms == pytest.approx(max(0.0, report.untracked_ms))
     assert set(report.categories) == {"weights", "grads", "optimizer", "activations", "untracked"}
     categorized = sum(v for k, v in report.categories.items() if k != "untracked")
     assert report.categories["untracked"] == report.peak_bytes - categorized
