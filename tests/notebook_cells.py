@@ -1,17 +1,20 @@
 """Notebook cells that more than one test folder runs in a real kernel."""
 
-# A model small enough that profiling it (with predictions) takes seconds on 2 cores.
-SMALL_PROFILED_CELL = '''%%skyline --device cpu
-import torch
+
+def mlp_cell(features: int, hidden: int, classes: int, batch_size: int) -> str:
+    """One cell with the three providers of a 2-layer MLP (Linear, ReLU, Linear) trained with
+    SGD on cross entropy; ``batch_size`` is the input provider's default, the literal a drag
+    rewrites."""
+    return f'''import torch
 from torch import nn
 
 
 def skyline_model_provider():
-    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8))
+    return nn.Sequential(nn.Linear({features}, {hidden}), nn.ReLU(), nn.Linear({hidden}, {classes}))
 
 
-def skyline_input_provider(batch_size=16):
-    return torch.randn(batch_size, 32), torch.randint(0, 8, (batch_size,))
+def skyline_input_provider(batch_size={batch_size}):
+    return torch.randn(batch_size, {features}), torch.randint(0, {classes}, (batch_size,))
 
 
 def skyline_iteration_provider(model):
@@ -24,3 +27,7 @@ def skyline_iteration_provider(model):
 
     return iteration
 '''
+
+
+# A model small enough that profiling it (with predictions) takes seconds on 2 cores.
+SMALL_PROFILED_CELL = "%%skyline --device cpu\n" + mlp_cell(32, 64, 8, 16)

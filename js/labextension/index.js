@@ -42,29 +42,34 @@ function onEditSource(app, event) {
   }
 }
 
-// Answer a read request with the cell's current source, so the widget can re-locate the literal
-// (by AST, in the kernel) when the user typed since profiling, before it asks for an edit.
-function onReadSource(app, event) {
-  if (event.defaultPrevented) return;
-  const detail = event.detail;
-  if (!detail || typeof detail !== "object" || typeof detail.cellId !== "string") return;
-  const cell = findCell(mainAreaWidgets(app.shell), event.target, detail.cellId);
-  if (!cell) return;
-  event.preventDefault();
-  detail.source = cell.getSource();
+// A listener that answers a request event (detail[key] a string) when `answer` finds what was
+// asked: it calls preventDefault() and puts the answer's fields into the detail. Unanswered
+// events go on to the widget's other ways (another copy of this extension, the shared model).
+function answering(app, key, answer) {
+  return (event) => {
+    if (event.defaultPrevented) return;
+    const detail = event.detail;
+    if (!detail || typeof detail !== "object" || typeof detail[key] !== "string") return;
+    const fields = answer(mainAreaWidgets(app.shell), event.target, detail[key]);
+    if (!fields) return;
+    event.preventDefault();
+    Object.assign(detail, fields);
+  };
 }
 
-// Answer a find request: the id of the one cell whose text is exactly the code that ran (a cell
-// that ran before `%load_ext`, whose id the kernel never heard), or why there is none.
-function onFindCell(app, event) {
-  if (event.defaultPrevented) return;
-  const detail = event.detail;
-  if (!detail || typeof detail !== "object" || typeof detail.source !== "string") return;
-  const found = findCellBySource(mainAreaWidgets(app.shell), event.target, detail.source);
-  if (!found) return;
-  event.preventDefault();
-  if (found.cell) detail.cellId = found.cell.id;
-  else detail.error = found.error;
+// A read request gets the cell's current source, so the widget can re-locate the literal (by
+// AST, in the kernel) when the user typed since profiling, before it asks for an edit.
+function readSource(widgets, target, cellId) {
+  const cell = findCell(widgets, target, cellId);
+  return cell && { source: cell.getSource() };
+}
+
+// A find request gets the id of the one cell whose text is exactly the code that ran (a cell that
+// ran before `%load_ext`, whose id the kernel never heard), or why there is none.
+function findBySource(widgets, target, source) {
+  const found = findCellBySource(widgets, target, source);
+  if (!found) return null;
+  return found.cell ? { cellId: found.cell.id } : { error: found.error };
 }
 
 const plugin = {
@@ -74,8 +79,8 @@ const plugin = {
   requires: [],
   activate(app) {
     document.addEventListener(EDIT_EVENT, (event) => onEditSource(app, event));
-    document.addEventListener(READ_EVENT, (event) => onReadSource(app, event));
-    document.addEventListener(FIND_EVENT, (event) => onFindCell(app, event));
+    document.addEventListener(READ_EVENT, answering(app, "cellId", readSource));
+    document.addEventListener(FIND_EVENT, answering(app, "source", findBySource));
   },
 };
 

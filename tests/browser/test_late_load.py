@@ -26,36 +26,15 @@ from typing import Any
 import pytest
 from conftest import ARTIFACTS
 from jupyter_client import BlockingKernelClient
+from notebook_cells import mlp_cell
 from playwright.sync_api import expect
 from test_cell_edit import _drag, _edit_status, _part, _ready, _saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
-PROVIDERS = """\
-import torch
-from torch import nn
-
-
-def skyline_model_provider():
-    return nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 10))
-
-
-def skyline_input_provider(batch_size=16):
-    return torch.randn(batch_size, 256), torch.randint(0, 10, (batch_size,))
-
-
-def skyline_iteration_provider(model):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
-
-    def iteration(x, y):
-        optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
-        optimizer.step()
-
-    return iteration"""
-PROFILE = "%load_ext skyline_nb\n%skyline"
 MEASURED = 16
+PROVIDERS = mlp_cell(256, 512, 10, MEASURED).rstrip("\n")  # a cell as typed: no final break
+PROFILE = "%load_ext skyline_nb\n%skyline"
 DRAG_BOUND = 8  # the drag stays within 8x the largest measured batch size (issue 12)
 # What the kernel holds of its latest profile: enough to check the bound and to say, when a
 # check fails, what the user would have seen.

@@ -16,38 +16,14 @@ import pytest
 from ipykernel.compiler import XCachingCompiler
 from IPython.core.compilerop import CachingCompiler
 from IPython.core.interactiveshell import InteractiveShell
+from notebook_cells import mlp_cell
 
 from skyline_nb import cells
 from skyline_nb.magic import _cell_of
 
 # Leading blank lines (IPython drops them before compiling) and trailing ones (its history drops
 # those): the entry must still give the cell text back and map code lines to cell lines.
-PROVIDERS = """
-
-import torch
-from torch import nn
-
-
-def skyline_model_provider():
-    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
-
-
-def skyline_input_provider(batch_size=16):
-    return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
-
-
-def skyline_iteration_provider(model):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-
-    def iteration(x, y):
-        optimizer.zero_grad()
-        nn.functional.cross_entropy(model(x), y).backward()
-        optimizer.step()
-
-    return iteration
-
-
-"""
+PROVIDERS = "\n\n" + mlp_cell(8, 16, 2, 16) + "\n\n"
 
 
 @pytest.fixture(params=[XCachingCompiler, CachingCompiler], ids=["ipykernel", "ipython"])
