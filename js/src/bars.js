@@ -1,44 +1,70 @@
-// The key-metric bars (Skyline's Figure 2): throughput relative to the predicted maximum and
-// peak memory relative to the device's capacity. Dragging either bar asks the models which batch
-// size would give that value; everything else follows live. Drags are RELATIVE (the value moves
-// by how far the pointer moves, pressing does not jump) and use pointer capture, so leaving the
-// bar mid-drag keeps dragging — the original Skyline lost the drag there. A drag moves along the
-// fitted line from the prediction at the batch it started on (dragValues), so it is continuous
-// and monotonic even though the bar starts at the measured value, which noise puts off the line.
-// The keyboard steps the batch size itself: arrows ±1, Page ±10 %, Home/End to the extremes.
+// The key-metric bars (Skyline's Figure 2): throughput and peak memory at the chosen batch size.
+//
+// Dragging either bar moves the BATCH SIZE, geometrically: the bar's full height spans the whole
+// drag range, 1 … top (top = the memory bound or 8× the largest sample), so every pixel changes
+// the batch by the same factor (top^(1/height): under 5 % a pixel for a 160 px bar and a range
+// up to 2048). Dragging up always means a larger batch, no few pixels jump by orders of
+// magnitude, and the bars always show the prediction at the batch size chosen, so the value
+// seen while dragging is the value committed on release. Skyline dragged the VALUE and
+// inverted the line, which is ill-conditioned wherever the value barely moves with the batch:
+// a saturating throughput (8 px took a model from batch 35 to 541, the 9th to 82,992) or a
+// peak dominated by weights (a GPU's capacity puts 1 … 512 inside one pixel). So here the fill
+// need not follow the pointer: where throughput saturates it hardly rises while the batch
+// grows, which is what the user needs to see.
+//
+// Drags are relative (pressing does not jump) and use pointer capture, so leaving the bar
+// mid-drag keeps dragging. The keyboard steps the batch size: arrows ±1, Page ±10 %, Home/End
+// to the ends of the range.
 
 import { h, setText } from "./dom.js";
-import { formatBytes, formatThroughput } from "./format.js";
+import { formatBytes, formatInt, formatThroughput } from "./format.js";
 import { clamp, cssPercent, fraction } from "./scale.js";
 
 const KEY_COMMIT_DELAY_MS = 700; // one edit per burst of key presses, not one per press
 const FALLBACK_TRACK_PX = 160; // jsdom and hidden outputs report a 0-height track
 
-function metrics(report, predictor) {
-  const measuredBatch = Number(report.batch_size);
-  const capacity = predictor.capacityBytes || Number(report.device?.capacity_bytes) || 0;
+/**
+ * The batch size after the pointer moved `moved` px up (negative: down) from where a drag that
+ * began at batch `start` pressed, on a track `height` px tall spanning 1 … `top`.
+ */
+export function dragBatch({ start, moved, height, top }) {
+  const span = Math.log(Math.max(2, top));
+  return clamp(Math.round(start * Math.exp((moved / height) * span)), 1, Math.max(1, top));
+}
+
+/**
+ * What each bar shows. Memory is scaled to the capacity when that bounds the range (GPU memory,
+ * a CPU budget the user gave), else to the peak predicted at the top of the range: a CPU's RAM
+ * is no scale a user means. Throughput is scaled to the most the range reaches.
+ */
+function metrics(report, predictor, top) {
   const live = predictor.canManipulate;
-  const throughputMax = predictor.maxThroughput ?? (Number(report.models?.max_throughput) || Number(report.throughput) || 0);
+  const measuredBatch = Number(report.batch_size);
+  const throughput = Number(report.throughput);
+  const peak = Number(report.peak_bytes);
+  const bound = report.models ? predictor.memoryBound : report.device?.kind === "cuda";
+  const capacity = bound ? predictor.capacityBytes || Number(report.device?.capacity_bytes) || 0 : 0;
+  const throughputTop = Math.max(live ? predictor.maxThroughput : 0, throughput) || 0;
+  const memoryTop = Math.max(capacity || (live ? predictor.predictPeakBytes(top) : 0), peak) || 0;
+  const upTo = live ? ` up to batch ${formatInt(top)}` : "";
   return [
     {
       name: "throughput",
       label: "Throughput",
-      max: throughputMax,
-      maxText: `max ${formatThroughput(throughputMax)}`,
-      measured: Number(report.throughput),
+      max: throughputTop,
+      maxText: live ? `max ${formatThroughput(throughputTop)}${upTo}` : "measured",
+      measured: throughput,
       predict: (b) => predictor.predictThroughput(b),
-      batchFor: (v) => predictor.batchSizeForThroughput(v),
       format: formatThroughput,
       ariaNow: (v) => Math.round(v * 10) / 10,
     },
     {
       name: "memory",
       label: "Peak memory",
-      max: capacity || Number(report.peak_bytes) || 0,
-      maxText: capacity ? `of ${formatBytes(capacity)}` : "capacity unknown",
-      measured: Number(report.peak_bytes),
+      max: memoryTop,
+      maxText: capacity ? `of ${formatBytes(capacity)}` : live ? `${formatBytes(memoryTop)}${upTo}` : "measured",
+      measured: peak,
       predict: (b) => predictor.predictPeakBytes(b),
-      batchFor: (v) => predictor.batchSizeForMemory(v),
       format: formatBytes,
       ariaNow: (v) => Math.round(v),
     },
@@ -48,29 +74,11 @@ function metrics(report, predictor) {
   }));
 }
 
-const BLEND_SPAN = 0.1; // the drawn bar joins the fitted line within 10 % of the bar's range
-
-/**
- * One drag step. `start` is the model's prediction at the batch the drag began on and `shown`
- * the value the bar was drawn at (the measured one there); `delta` is how far the pointer moved,
- * in value units. `model` (clamped to [lo, hi]) is what gets inverted into a batch size: it
- * starts exactly on the line, so the first pixels cannot pick a batch on the wrong side of the
- * profiled one. `shown` is where the bar is drawn: it starts where the bar was and blends into
- * the line over max(2·|offset|, span), which keeps it strictly increasing in `delta`.
- */
-export function dragValues({ start, shown, delta, lo, hi, span }) {
-  const model = clamp(start + delta, Math.min(lo, hi), Math.max(lo, hi));
-  const offset = Number.isFinite(shown) ? shown - start : 0;
-  const reach = Math.max(2 * Math.abs(offset), span);
-  const weight = reach > 0 ? Math.max(0, 1 - Math.abs(model - start) / reach) : 0;
-  return { model, shown: model + offset * weight };
-}
-
 export function createBars({ report, predictor, signal, onPreview, onCommit, initialBatch }) {
   const measuredBatch = Number(report.batch_size);
   const live = predictor.canManipulate;
-  const maxBatch = live ? predictor.maxBatchSize() : measuredBatch;
-  const ms = metrics(report, predictor);
+  const top = live ? predictor.maxBatchSize() : measuredBatch;
+  const ms = metrics(report, predictor, top);
   let batch = initialBatch ?? measuredBatch;
   let committed = batch;
   let keyTimer = null;
@@ -78,6 +86,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
 
   const batchText = h("span", { class: "sk-batch-value", data: { skyline: "predicted-batch-size" }, text: String(batch) });
   const batchTag = h("span", { class: "sk-batch-tag" });
+  const extrapolated = h("div", { class: "sk-extrapolated", data: { skyline: "extrapolated" }, attrs: { hidden: "" } });
   const views = ms.map((m) => buildBar(m));
   const reason = live ? null : h("div", {
     class: "sk-drag-reason",
@@ -87,6 +96,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
   const el = h("div", { class: "sk-bars", data: { skyline: "bars" } }, [
     h("div", { class: "sk-bars-row" }, views.map((v) => v.el)),
     h("div", { class: "sk-batch" }, [h("span", { class: "sk-batch-label", text: "Batch size " }), batchText, batchTag]),
+    extrapolated,
     reason,
   ]);
 
@@ -106,13 +116,12 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       },
     }, [fill]);
     const knee = predictor.kneeBatchSize;
-    if (live && knee && knee <= maxBatch) {
-      const kneeValue = m.predict(knee);
+    if (live && knee && knee <= top) {
       track.append(h("div", {
         class: "sk-bar-knee",
         data: { skyline: "knee" },
         title: `Knee at batch size ${knee}: doubling the batch beyond it gains < 5 % throughput`,
-        style: { bottom: cssPercent(fraction(kneeValue, m.max)) },
+        style: { bottom: cssPercent(fraction(m.predict(knee), m.max)) },
       }, [h("span", { class: "sk-bar-knee-label", text: `knee ${knee}` })]));
     }
     const value = h("div", { class: "sk-bar-value" });
@@ -120,33 +129,36 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       h("div", { class: "sk-bar-label", text: m.label }),
       track,
       value,
-      h("div", { class: "sk-bar-sub", text: m.maxText }),
+      h("div", { class: "sk-bar-sub", data: { skyline: `${m.name}-scale` }, text: m.maxText }),
     ]);
-    const view = { m, el, track, fill, value, show: (v) => showValue(view, v) };
+    const view = { m, el, track, fill, value };
     if (live) wireDrag(view);
     return view;
   }
 
-  function showValue(view, v) {
-    const { m } = view;
-    view.fill.style.height = cssPercent(fraction(v, m.max));
-    setText(view.value, m.format(v));
-    view.track.setAttribute("aria-valuenow", String(m.ariaNow(v)));
-    view.track.setAttribute("aria-valuetext", `${m.format(v)} at batch size ${batch}`);
+  function show({ m, fill, value, track }) {
+    const v = m.valueAt(batch);
+    fill.style.height = cssPercent(fraction(v, m.max));
+    setText(value, m.format(v));
+    track.setAttribute("aria-valuenow", String(m.ariaNow(v)));
+    track.setAttribute("aria-valuetext", `${m.format(v)} at batch size ${batch}`);
   }
 
-  /** Show `next` as the batch size; `dragged` keeps following the pointer instead of snapping. */
-  function setBatch(next, dragged = null, draggedValue = null) {
+  /** Show `next` as the batch size: both bars at their prediction for it (measured at its own). */
+  function setBatch(next) {
     batch = next;
     setText(batchText, String(batch));
     setText(batchTag, batch === measuredBatch ? " (measured)" : " (predicted)");
-    for (const v of views) v.show(v === dragged ? draggedValue : v.m.valueAt(batch));
+    const note = batch === measuredBatch ? null : predictor.extrapolation(batch);
+    setText(extrapolated, note ? `The prediction is ${note}.` : "");
+    extrapolated.hidden = !note;
+    for (const v of views) show(v);
   }
 
-  function preview(next, dragged, draggedValue) {
-    const changed = next !== batch;
-    setBatch(next, dragged, draggedValue);
-    if (changed) onPreview(next);
+  function preview(next) {
+    if (next === batch) return;
+    setBatch(next);
+    onPreview(next);
   }
 
   function commit() {
@@ -157,12 +169,9 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     onCommit(batch);
   }
 
-  function wireDrag(view) {
-    const { m, track } = view;
+  function wireDrag({ track }) {
     const opts = { signal };
     let drag = null;
-    const lo = m.predict(1);
-    const hi = m.predict(maxBatch);
 
     track.addEventListener("pointerdown", (e) => {
       if (e.button !== undefined && e.button !== 0) return;
@@ -175,22 +184,19 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
         // while the pointer stays over the bar.
       }
       const height = track.getBoundingClientRect().height || track.clientHeight || FALLBACK_TRACK_PX;
-      drag = { id: e.pointerId, y: e.clientY, start: m.predict(batch), shown: m.valueAt(batch), height };
+      drag = { id: e.pointerId, y: e.clientY, start: batch, height };
       track.classList.add("sk-dragging");
     }, opts);
 
     track.addEventListener("pointermove", (e) => {
       if (!drag || e.pointerId !== drag.id) return;
-      const delta = ((drag.y - e.clientY) / drag.height) * m.max;
-      const { model, shown } = dragValues({ ...drag, delta, lo, hi, span: BLEND_SPAN * m.max });
-      preview(m.batchFor(model), view, shown);
+      preview(dragBatch({ start: drag.start, moved: drag.y - e.clientY, height: drag.height, top }));
     }, opts);
 
     const end = (e) => {
       if (!drag || e.pointerId !== drag.id) return;
       drag = null;
       track.classList.remove("sk-dragging");
-      setBatch(batch); // snap the dragged bar to the chosen batch size's prediction
       commit();
     };
     track.addEventListener("pointerup", end, opts);
@@ -201,7 +207,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       const step = Math.max(1, Math.round(batch * 0.1));
       const keys = {
         ArrowUp: batch + 1, ArrowRight: batch + 1, ArrowDown: batch - 1, ArrowLeft: batch - 1,
-        PageUp: batch + step, PageDown: batch - step, Home: 1, End: maxBatch,
+        PageUp: batch + step, PageDown: batch - step, Home: 1, End: top,
       };
       if (e.key === "Enter") {
         commit();
@@ -209,7 +215,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       }
       if (!(e.key in keys)) return;
       e.preventDefault();
-      preview(clamp(keys[e.key], 1, maxBatch), null, null);
+      preview(clamp(keys[e.key], 1, top));
       clearTimeout(keyTimer);
       keyTimer = setTimeout(commit, KEY_COMMIT_DELAY_MS);
     }, opts);
@@ -217,6 +223,5 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
   }
 
   setBatch(batch);
-  return { el, setBatch: (b) => setBatch(b), get batch() { return batch; }, commit };
+  return { el, setBatch, get batch() { return batch; }, commit };
 }
-

@@ -3,6 +3,7 @@
 
 import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
+import { Predictor } from "./predict.js";
 
 function stat(label, value, title) {
   // data-skyline="summary" items keep the plain "Label: value" text the smoke tests read; the
@@ -18,15 +19,20 @@ export function renderHeader(report) {
   const device = report.device || {};
   const deviceName = [device.name, device.kind && device.name !== device.kind ? `(${device.kind})` : null]
     .filter(Boolean).join(" ") || "unknown";
-  const maxThroughput = report.models?.max_throughput;
+  // Recomputed like the bars (predict.js), so a stored value from an older report that can no
+  // longer be trusted is never shown.
+  const predictor = new Predictor(report.models);
+  const maxThroughput = predictor.maxThroughput;
+  const maxTitle = maxThroughput
+    ? `the most throughput predicted or measured for batch sizes up to ${formatInt(predictor.maxBatchSize())}`
+    : predictor.reason || "no model";
   const items = [
     stat("Device", deviceName, device.capacity_bytes ? `capacity ${formatBytes(device.capacity_bytes)}` : undefined),
     stat("Batch size", formatInt(report.batch_size)),
     stat("Iteration", formatMs(report.iteration_ms)),
     stat("Throughput", formatThroughput(report.throughput)),
     stat("Peak memory", formatBytes(report.peak_bytes)),
-    stat("Max throughput (predicted)", maxThroughput ? formatThroughput(maxThroughput) : "\u2014",
-      maxThroughput ? "1000 / slope of the iteration-time model" : report.models?.reason || "no model"),
+    stat("Max throughput (predicted)", maxThroughput ? formatThroughput(maxThroughput) : "\u2014", maxTitle),
   ];
   return h("div", { class: "sk-header", data: { skyline: "header" } }, items);
 }

@@ -2,22 +2,11 @@
 // skyline_nb/models/linear.py (PerformanceModels). The report stores only the fitted
 // coefficients; the widget predicts from them while the user drags, so dragging works in saved
 // notebooks and the offline page without a kernel. Keep the formulas, the order of floating
-// point operations and the rounding identical to Python: js/test/predict.test.js compares the
+// point operations and the messages identical to Python: js/test/predict.test.js compares the
 // two on every case of tests/fixtures/models_cases.json (make_models_cases.py writes it).
-
-/**
- * Python's round(): ties go to the even neighbour (round(2.5) == 2), unlike Math.round, which
- * would put a dragged bar one batch off Python's answer at every exact half.
- * x - Math.floor(x) is exact for doubles, so the tie test is exact too. Only finite x reach
- * here (clamp filters NaN and ±Infinity first, as Python would raise on them).
- */
-export function pyRound(x) {
-  const floor = Math.floor(x);
-  const diff = x - floor;
-  if (diff > 0.5) return floor + 1;
-  if (diff < 0.5) return floor;
-  return floor % 2 === 0 ? floor : floor + 1;
-}
+// Python alone judges the samples (models/trust.py); what it decided arrives as can_manipulate
+// and reason. Both sides re-check the lines themselves (lineProblems), so an edited or older
+// report cannot offer a drag its lines cannot support.
 
 export class NoModelError extends Error {}
 
@@ -28,22 +17,21 @@ function need(fit) {
 
 const line = (fit, x) => fit.slope * x + fit.intercept;
 
-/**
- * x with line(x) = y; ±Infinity or NaN when the slope is zero (callers clamp). Python uses
- * copysign(inf, y − b); the two differ only for y = NaN with a zero slope, which no caller
- * reaches (both guard slope ≤ 0 before inverting).
- */
-function inverse(fit, y) {
-  if (fit.slope === 0) return y === fit.intercept ? NaN : (y - fit.intercept > 0 ? Infinity : -Infinity);
-  return (y - fit.intercept) / fit.slope;
-}
-
 export const KNEE_GAIN = 0.05; // XSP's rule: doubling the batch buys less than 5 % more throughput
+export const EXTRAPOLATION_LIMIT = 8; // the drag reaches at most 8× the largest measured batch
 // Python's cap: batch sizes stay exact integers, and a near-zero memory slope cannot turn the
 // largest batch into 10^300.
 export const MAX_BATCH_SIZE = 2 ** 31 - 1;
+export const OLD_REPORT = "this report was written before the drag range was bounded; profile again to drag";
 
 const isBatchSize = (v) => Number.isInteger(v) && v >= 1 && v <= MAX_BATCH_SIZE;
+
+/** [lo, hi] as Python's from_dict reads it (int() truncates), or null when absent or unusable. */
+function rangeOf(value) {
+  if (!Array.isArray(value) || value.length !== 2) return null;
+  const [lo, hi] = value.map((v) => Math.trunc(Number(v)));
+  return Number.isFinite(lo) && Number.isFinite(hi) ? [lo, hi] : null;
+}
 
 /** Predictions from report.models (PerformanceModels.to_dict()); null/undefined means none. */
 export class Predictor {
@@ -54,20 +42,40 @@ export class Predictor {
     // Python's from_dict applies int(): truncate, so a float capacity inverts the same way.
     const capacity = Math.trunc(Number(m.capacity_bytes));
     this.capacityBytes = Number.isFinite(capacity) ? capacity : 0;
-    // The stored flag is from_samples' verdict, which already requires both slopes and the
-    // capacity to be positive; re-checking keeps a hand-edited or older report (written before
-    // that rule) from offering drags that have no inverse (every answer would be batch 1).
-    this.canManipulate = Boolean(
-      m.can_manipulate && this.time && this.memory &&
-      this.time.slope > 0 && this.memory.slope > 0 && this.capacityBytes > 0);
-    this.reason = m.reason || (models ? null : "this report has no performance models");
+    this.memoryBound = "memory_bound" in m ? Boolean(m.memory_bound) : true;
+    this.measuredRange = rangeOf(m.measured_range);
+    const best = Number(m.measured_max_throughput);
+    this.measuredMaxThroughput = m.measured_max_throughput !== null && Number.isFinite(best) ? best : null;
     // to_dict writes max_batch_size (derived); reading it means JS cannot drift from Python's
     // floor even by one ulp. Reports without it (or with a value Python could not have
     // written) get the same formula recomputed.
     this.storedMaxBatchSize = isBatchSize(m.max_batch_size) ? m.max_batch_size : null;
+    // Python's __post_init__: a claimed drag whose lines cannot support it is turned off.
+    const problems = models ? this.lineProblems() : [];
+    const claimed = Boolean(m.can_manipulate);
+    this.canManipulate = claimed && problems.length === 0;
+    this.reason = models ? m.reason || (claimed && problems.length ? problems.join("; ") : null)
+      : "this report has no performance models";
     // Python's from_dict keeps the stored knee (null included) rather than recomputing it.
     const knee = m.knee_batch_size;
     this.kneeBatchSize = "knee_batch_size" in m && (knee === null || isBatchSize(knee)) ? knee : this.knee();
+  }
+
+  /** Why these lines cannot support a drag (PerformanceModels.line_problems, same words). */
+  lineProblems() {
+    if (!this.time || !this.memory) return ["this report has no fitted lines"];
+    if (this.measuredRange === null) return [OLD_REPORT];
+    const problems = [];
+    if (this.time.slope <= 0) problems.push("iteration time does not grow with the batch size");
+    else if (this.time.intercept < 0) problems.push("the time line has a negative fixed cost per iteration");
+    if (this.memory.slope <= 0) problems.push("peak memory does not grow with the batch size");
+    else if (line(this.memory, 1) <= 0) problems.push("the memory line predicts no memory at batch size 1");
+    if (this.memoryBound && this.capacityBytes <= 0) problems.push("the device's memory capacity is unknown");
+    const largest = this.measuredRange[1];
+    if (!problems.length && this.maxBatchSize() < largest) {
+      problems.push(`the memory line puts the measured batch size ${largest} beyond the memory capacity`);
+    }
+    return problems;
   }
 
   predictIterationMs(batchSize) {
@@ -84,67 +92,51 @@ export class Predictor {
     return line(need(this.memory), batchSize);
   }
 
-  /** The asymptote of x / R(x): 1000 / a samples/s (null unless a > 0 and it is finite). */
+  /**
+   * The most the user can get within the drag range, predicted (at an end: the throughput is
+   * monotone) or measured; never the asymptote 1000/a. Null while dragging is off.
+   */
   get maxThroughput() {
-    if (!this.time || this.time.slope <= 0) return null;
-    const value = 1000.0 / this.time.slope;
+    if (!this.canManipulate || !this.time) return null;
+    const top = this.maxBatchSize();
+    const value = Math.max(this.predictThroughput(1), this.predictThroughput(top), this.measuredMaxThroughput || 0.0);
     return Number.isFinite(value) ? value : null;
   }
 
   /**
-   * Invert 1000·x / (a·x + b) = t, i.e. x = t·b / (1000 − t·a), in [1, maxBatchSize()].
-   * Only a finite x > 0 with a positive predicted time is a real solution: t at or beyond the
-   * asymptote, t ≤ 0, NaN, or a negative intercept give none. Then the end (1 or
-   * maxBatchSize()) whose throughput is nearer t wins, 1 on a tie (NaN gaps tie), since the
-   * throughput is monotone in x between them.
-   */
-  batchSizeForThroughput(samplesPerS) {
-    const fit = need(this.time);
-    const denominator = 1000.0 - samplesPerS * fit.slope;
-    const x = denominator !== 0 ? (samplesPerS * fit.intercept) / denominator : NaN;
-    if (Number.isFinite(x) && x > 0 && line(fit, x) > 0) return this.clamp(x);
-    const top = this.maxBatchSize();
-    const lowGap = Math.abs(this.predictThroughput(1) - samplesPerS);
-    const highGap = Math.abs(this.predictThroughput(top) - samplesPerS);
-    return highGap < lowGap ? top : 1;
-  }
-
-  /** Rounded inverse of the memory line in [1, maxBatchSize()]; 1 when it does not grow. */
-  batchSizeForMemory(peakBytes) {
-    const memory = need(this.memory);
-    if (memory.slope <= 0) return 1;
-    return this.clamp(inverse(memory, peakBytes));
-  }
-
-  /**
-   * The largest batch whose predicted peak fits the capacity: floor((capacity − d) / c), in
-   * [1, MAX_BATCH_SIZE]; 1 when memory does not grow or the capacity is unknown. Throws like
-   * Python without a memory line, even when a value was stored.
+   * The top of the drag range, in [1, MAX_BATCH_SIZE]: the smaller of the largest batch whose
+   * predicted peak fits the capacity (only when memory bounds it) and 8× the largest measured
+   * batch. Throws like Python without a memory line, even when a value was stored.
    */
   maxBatchSize() {
     const memory = need(this.memory);
     if (this.storedMaxBatchSize !== null) return this.storedMaxBatchSize;
+    const limits = [MAX_BATCH_SIZE];
+    if (this.memoryBound) limits.push(this.capacityLimit(memory));
+    if (this.measuredRange !== null) limits.push(EXTRAPOLATION_LIMIT * this.measuredRange[1]);
+    return Math.max(1, Math.min(...limits));
+  }
+
+  capacityLimit(memory) {
     if (memory.slope <= 0 || this.capacityBytes <= 0) return 1;
-    const x = inverse(memory, this.capacityBytes);
+    const x = (this.capacityBytes - memory.intercept) / memory.slope;
     if (!(x < MAX_BATCH_SIZE)) return MAX_BATCH_SIZE; // also catches NaN and Infinity
     return x >= 1 ? Math.floor(x) : 1;
   }
 
-  /**
-   * Round like Python (ties to even) and clamp to [1, maxBatchSize()]. NaN and −Infinity give
-   * 1 (x < 1 is true for −Infinity); +Infinity gives the top, before pyRound sees it.
-   */
-  clamp(x) {
-    if (Number.isNaN(x) || x < 1) return 1;
-    const top = this.maxBatchSize();
-    if (x >= top) return top;
-    return Math.max(1, Math.min(pyRound(x), top));
+  /** Words for a batch size outside the measured ones (the line is extrapolated), else null. */
+  extrapolation(batchSize) {
+    if (this.measuredRange === null) return null;
+    const [lo, hi] = this.measuredRange;
+    if (batchSize > hi) return `extrapolated beyond the measured ${hi}`;
+    if (batchSize < lo) return `extrapolated below the measured ${lo}`;
+    return null;
   }
 
   /**
-   * Smallest x with throughput(2x) < (1 + g)·throughput(x), within capacity; closed form
+   * Smallest x with throughput(2x) < (1 + g)·throughput(x), within the drag range; closed form
    * x > b·(1 − g) / (2·g·a), divided in Python's order so that it cannot underflow. Null
-   * without an asymptote or beyond the largest batch that fits (or the cap); 1 when b ≤ 0.
+   * without an asymptote or beyond the range (or the cap); 1 when b ≤ 0.
    */
   knee() {
     const fit = this.time;
@@ -153,7 +145,7 @@ export class Predictor {
     const bound = (fit.intercept * (1 - KNEE_GAIN)) / (2 * KNEE_GAIN) / fit.slope;
     if (!(bound < MAX_BATCH_SIZE)) return null;
     const knee = Math.floor(bound) + 1;
-    if (this.memory && this.memory.slope > 0 && this.capacityBytes > 0 && knee > this.maxBatchSize()) return null;
+    if (this.memory && knee > this.maxBatchSize()) return null;
     return knee;
   }
 }

@@ -154,7 +154,9 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     const where = nodeLabel(nav.current);
     const title = s.node && s.kind === "module" ? `${s.name} (${s.typeName})` : s.name;
     const lines = [{ text: kind === "memory" ? `${title} \u2014 ${CATEGORY_NAMES[s.category] || s.category}` : title }];
-    lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.total))} of ${where}` });
+    // A share of the drawn bar (the positive segments), so a part is never more than 100 % of
+    // the whole even when a negative remainder (listed beside the bar) lowers the total.
+    lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.positive))} of ${where}` });
     if (kind === "time" && s.node) {
       const f = (s.node.forward_ms || 0) * scale.timeFactor;
       const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;

@@ -4,7 +4,7 @@
 // or a case the test does not know fails instead of being skipped.
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, test } from "vitest";
-import { MAX_BATCH_SIZE, NoModelError, Predictor, pyRound } from "../src/predict.js";
+import { EXTRAPOLATION_LIMIT, MAX_BATCH_SIZE, NoModelError, OLD_REPORT, Predictor } from "../src/predict.js";
 import { fixturePath, loadReport } from "./helpers.js";
 
 const { cases } = JSON.parse(readFileSync(fixturePath("models_cases.json"), "utf8"));
@@ -43,14 +43,13 @@ const TABLES = {
   predict_iteration_ms: [(p, x) => p.predictIterationMs(x), close],
   predict_throughput: [(p, x) => p.predictThroughput(x), close],
   predict_peak_bytes: [(p, x) => p.predictPeakBytes(x), close],
-  batch_size_for_throughput: [(p, t) => p.batchSizeForThroughput(t), exact],
-  batch_size_for_memory: [(p, m) => p.batchSizeForMemory(m), exact],
 };
 const SCALARS = {
   max_batch_size: [(p) => answer(() => p.maxBatchSize()), exact],
   knee_batch_size: [(p) => p.kneeBatchSize, exact],
   max_throughput: [(p) => p.maxThroughput, close],
   can_manipulate: [(p) => p.canManipulate, exact],
+  line_problems: [(p) => p.lineProblems(), exact],
 };
 
 /** Check every expected entry of one case; returns how many were checked. */
@@ -76,37 +75,39 @@ function checkCase(p, expected, label) {
 }
 
 const entries = (e) =>
-  Object.values(e).reduce((n, v) => n + (Array.isArray(v) ? v.length : 1), 0);
+  Object.entries(e).reduce((n, [key, v]) => n + (key in TABLES ? v.length : 1), 0);
 const total = cases.reduce((n, c) => n + entries(c.expected), 0);
 let checked = 0;
-
-describe("pyRound mirrors Python's round (ties to even)", () => {
-  test.each([[0.5, 0], [1.5, 2], [2.5, 2], [3.5, 4], [2.4999, 2], [2.5001, 3], [7, 7], [1e15 + 0.5, 1e15],
-    [2147483646.5, 2147483646], [2147483645.5, 2147483646], [-2.5, -2], [-3.5, -4]])(
-    "round(%s) == %s", (x, y) => expect(pyRound(x)).toBe(y));
-});
 
 test("the shared fixture has the awkward cases", () => {
   const names = new Set(cases.map((c) => c.name));
   for (const name of ["exact", "negative_time_intercept", "zero_time_intercept", "flat_memory",
-    "decreasing_memory", "zero_capacity", "capacity_at_cap", "exact_halves", "too_few_points"]) {
+    "decreasing_memory", "zero_capacity", "capacity_at_cap", "exact_halves", "too_few_points",
+    "cpu_without_budget", "through_origin", "far_sample", "before_the_bounded_range"]) {
     expect(names.has(name), name).toBe(true);
   }
   expect(names.size).toBe(cases.length); // names label the tests below: keep them unique
 });
 
-// Each case twice: as stored (to_dict's max_batch_size and knee), and with those derived
-// values removed, so the JS formulas themselves are checked against Python too.
+// Each case three times: as stored (to_dict's derived values), with the derived values removed
+// (so the JS formulas themselves are checked), and claiming a drag with no reason (so the line
+// problems decide, as Python's __post_init__ does for an edited report).
 describe.each(cases.map((c) => [c.name, c]))("case %s agrees with Python", (name, c) => {
   test("with the stored max_batch_size and knee", () => {
     checked += checkCase(new Predictor(c.models), c.expected, `${name} (stored)`);
   });
-  test("recomputing max_batch_size and the knee", () => {
-    const { max_batch_size: _m, knee_batch_size: _k, ...bare } = c.models;
+  test("recomputing max_batch_size, max_throughput and the knee", () => {
+    const { max_batch_size: _m, knee_batch_size: _k, max_throughput: _t, ...bare } = c.models;
     const p = new Predictor(bare);
     expect(p.storedMaxBatchSize).toBe(null);
     checked += checkCase(p, c.expected, `${name} (recomputed)`);
     expect(p.knee()).toBe(c.expected.knee_batch_size);
+  });
+  test("claiming a drag: only lines without problems may", () => {
+    const p = new Predictor({ ...c.models, can_manipulate: true, reason: null });
+    const problems = c.expected.line_problems;
+    expect(p.canManipulate).toBe(problems.length === 0);
+    expect(p.reason).toBe(problems.length ? problems.join("; ") : null);
   });
 });
 
@@ -119,55 +120,67 @@ afterAll(() => {
 });
 
 describe("reports", () => {
-  test("knee and max batch recomputed in JS equal what Python stored in the report", () => {
-    for (const name of ["small", "large"]) {
+  test("what JS recomputes equals what Python stored in the report", () => {
+    for (const name of ["small", "large", "cnn"]) {
       const { models } = loadReport(name);
-      const { max_batch_size: maxBatch, knee_batch_size: knee, ...bare } = models;
+      const { max_batch_size: maxBatch, knee_batch_size: knee, max_throughput: best, ...bare } = models;
       const p = new Predictor(bare);
+      expect(p.canManipulate).toBe(true);
       expect(p.kneeBatchSize).toBe(knee);
       expect(p.maxBatchSize()).toBe(maxBatch);
-      close(p.maxThroughput, models.max_throughput, name);
+      close(p.maxThroughput, best, name);
       expect(new Predictor(models).maxBatchSize()).toBe(maxBatch);
     }
+  });
+
+  test("the drag range: the memory capacity when it bounds, else 8x the largest sample", () => {
+    const small = new Predictor(loadReport("small").models); // CPU, no budget: RAM is no bound
+    expect(small.memoryBound).toBe(false);
+    expect(small.maxBatchSize()).toBe(EXTRAPOLATION_LIMIT * small.measuredRange[1]);
+    const large = new Predictor(loadReport("large").models); // GPU memory
+    expect(large.maxBatchSize()).toBeLessThan(EXTRAPOLATION_LIMIT * large.measuredRange[1]);
+    expect(large.predictPeakBytes(large.maxBatchSize())).toBeLessThanOrEqual(large.capacityBytes);
+    expect(large.predictPeakBytes(large.maxBatchSize() + 1)).toBeGreaterThan(large.capacityBytes);
   });
 
   test("no models: predictions refuse, with a reason", () => {
     const p = new Predictor(null);
     expect(p.canManipulate).toBe(false);
     expect(p.reason).toMatch(/no performance models/);
+    expect(p.maxThroughput).toBe(null);
     expect(() => p.predictThroughput(8)).toThrow(NoModelError);
     expect(() => p.maxBatchSize()).toThrow(NoModelError);
   });
 
-  test("inverse maps are monotone over the draggable range", () => {
-    const p = new Predictor(loadReport("large").models);
-    const lo = p.predictThroughput(1);
-    const hi = p.predictThroughput(p.maxBatchSize());
-    let last = 0;
-    for (let i = 0; i <= 200; i++) {
-      const b = p.batchSizeForThroughput(lo + ((hi - lo) * i) / 200);
-      expect(b).toBeGreaterThanOrEqual(last);
-      last = b;
-    }
-    expect(last).toBe(p.maxBatchSize());
+  test("predictions beyond or below the measured sizes are marked as extrapolated", () => {
+    const p = new Predictor(loadReport("small").models);
+    const [lo, hi] = p.measuredRange;
+    expect(p.extrapolation(hi + 1)).toBe(`extrapolated beyond the measured ${hi}`);
+    expect(p.extrapolation(lo - 1)).toBe(`extrapolated below the measured ${lo}`);
+    expect(p.extrapolation(lo)).toBe(null);
+    expect(p.extrapolation(hi)).toBe(null);
   });
 });
 
-describe("what JS adds to Python's from_dict", () => {
-  const base = cases.find((c) => c.name === "exact").models;
+describe("reports from before the bounded range", () => {
+  const current = cases.find((c) => c.name === "exact").models;
 
-  test("a stored flag without a usable inverse does not enable dragging", () => {
-    // from_samples never writes these; an edited or older report might.
-    for (const change of [{ capacity_bytes: 0 }, { memory: { ...base.memory, slope: 0 } },
-      { time: { ...base.time, slope: -1 } }, { time: null }]) {
-      expect(new Predictor({ ...base, ...change, can_manipulate: true }).canManipulate).toBe(false);
-    }
-    expect(new Predictor(base).canManipulate).toBe(true);
+  test("cannot drag, say why, and show no maximum throughput", () => {
+    const { measured_range: _r, memory_bound: _b, measured_max_throughput: _t, ...old } = current;
+    const p = new Predictor({ ...old, max_throughput: 2000 });
+    expect(p.canManipulate).toBe(false);
+    expect(p.reason).toBe(OLD_REPORT);
+    expect(p.maxThroughput).toBe(null);
+  });
+
+  test("a missing memory_bound reads as a real bound, as in Python", () => {
+    const { memory_bound: _b, ...bare } = current;
+    expect(new Predictor(bare).memoryBound).toBe(true);
   });
 
   test("a stored max_batch_size Python could not have written is recomputed", () => {
     for (const bad of [0, -3, 1.5, MAX_BATCH_SIZE + 1, "12", null]) {
-      expect(new Predictor({ ...base, max_batch_size: bad }).maxBatchSize()).toBe(base.max_batch_size);
+      expect(new Predictor({ ...current, max_batch_size: bad }).maxBatchSize()).toBe(current.max_batch_size);
     }
   });
 });

@@ -121,9 +121,9 @@ def sample_tree() -> Node:
             _op(13, "optimizer/_foreach_add_#0", 0.5, None, 0, [Frame("train.py", 14)]),
         ],
     )
-    untracked = Node(14, "untracked", "untracked", "untracked", 0.375, None, -256)
+    untracked = Node(14, "untracked", "untracked", "untracked", 8.5625, None, -256)
     children = [embed, *blocks, head, loss, optimizer, untracked]
-    return Node(0, "Net", "", "root", 5.0, 6.0625, 13568, 6208, 6208, children=children)
+    return Node(0, "Net", "", "root", 13.1875, 6.0625, 13568, 6208, 6208, children=children)
 
 
 def sample_weights() -> list[WeightEntry]:
@@ -174,7 +174,7 @@ def sample_report(*, with_models: bool = True) -> Report:
         ],
         source=BatchSizeSource(code, True, "signature_default", 38, 40, 32, CELL),
         instrumented_ms=21.5,
-        untracked_ms=0.375,
+        untracked_ms=8.5625,
         warnings=["sample warning"],
         torch_version="2.13.0+cpu",
     )

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from skyline_nb.models.linear import (
+    EXTRAPOLATION_LIMIT,
     KNEE_GAIN,
     MAX_BATCH_SIZE,
+    OLD_REPORT,
     LinearFit,
     PerformanceModels,
 )
@@ -35,9 +37,12 @@ def exact_models(
 
 
 def given(
-    a: float, b: float, c: float = 1e6, d: float = 1e7, capacity: int = GIB
+    a: float, b: float, c: float = 1e6, d: float = 1e7, capacity: int = GIB,
+    measured: tuple[int, int] = (4, 32), memory_bound: bool = True,
 ) -> PerformanceModels:
-    models = PerformanceModels(LinearFit(a, b, 1.0), LinearFit(c, d, 1.0), capacity, True)
+    """Lines given by hand (as an edited report could hold them), measured over ``measured``."""
+    models = PerformanceModels(LinearFit(a, b, 1.0), LinearFit(c, d, 1.0), capacity, True,
+                               memory_bound=memory_bound, measured_range=measured)
     models.knee_batch_size = models._knee()
     return models
 
@@ -167,18 +172,24 @@ def test_max_batch_size_is_the_largest_that_fits() -> None:
     assert models.predict_peak_bytes(101) > models.capacity_bytes
 
 
-def test_capacity_below_one_sample_still_allows_batch_one() -> None:
+def test_capacity_below_one_sample_still_allows_batch_one_but_no_drag() -> None:
     models = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=5_000)
     assert models.max_batch_size() == 1
     assert models.batch_size_for_memory(10**9) == 1
     assert models.batch_size_for_throughput(10**6) == 1
     assert models.knee_batch_size is None
+    # The samples ran up to 32, which this memory line says cannot fit: the lines contradict
+    # the measurements, so the drag is off rather than stuck at a range that excludes them.
+    assert not models.can_manipulate and "measured batch size 32" in models.reason
 
 
 def test_near_zero_memory_slope_is_capped() -> None:
     models = given(1.0, 3.0, c=1e-12, d=0.0, capacity=80 * GIB)
-    assert models.max_batch_size() == MAX_BATCH_SIZE
-    assert models.batch_size_for_memory(math.inf) == MAX_BATCH_SIZE
+    assert models.max_batch_size() == EXTRAPOLATION_LIMIT * 32
+    unbounded = given(1.0, 3.0, c=1e-12, d=0.0, capacity=80 * GIB, measured=None)
+    assert unbounded.max_batch_size() == MAX_BATCH_SIZE
+    assert unbounded.batch_size_for_memory(math.inf) == MAX_BATCH_SIZE
+    assert not unbounded.can_manipulate and unbounded.reason == OLD_REPORT
 
 
 @pytest.mark.parametrize("target", [-1e9, -1.0, 0.0, 1e-9, math.nan, -math.inf])
@@ -193,13 +204,19 @@ def test_memory_inverse_clamps_to_capacity(target: float) -> None:
 
 
 @pytest.mark.parametrize("factor", [0.9999999, 1.0, 1.5, 1e9])
-def test_throughput_at_or_beyond_the_asymptote_gives_the_largest_batch(factor: float) -> None:
+def test_throughput_at_or_beyond_the_range_gives_the_largest_batch(factor: float) -> None:
     models = exact_models()
-    assert models.max_throughput == pytest.approx(2000.0)
+    top = models.max_batch_size()
+    assert top == EXTRAPOLATION_LIMIT * 32
+    # The maximum is what the largest batch of the range gives, not the asymptote 1000/a = 2000
+    # that only an infinite batch reaches.
+    assert models.max_throughput == pytest.approx(1000.0 * top / (0.5 * top + 4.0))
+    assert models.max_throughput < 2000.0
     target = factor * models.max_throughput
-    expected = models.max_batch_size() if factor >= 1 else models.batch_size_for_throughput(target)
+    expected = top if factor >= 1 else models.batch_size_for_throughput(target)
     assert models.batch_size_for_throughput(target) == expected
-    assert 1 <= models.batch_size_for_throughput(target) <= models.max_batch_size()
+    assert 1 <= models.batch_size_for_throughput(target) <= top
+    assert models.batch_size_for_throughput(2000.0 * factor) == top
 
 
 @pytest.mark.parametrize("target", [-5.0, 0.0, 1e-6, math.nan])
@@ -218,7 +235,7 @@ def test_rounding_is_pythons_ties_to_even_as_the_javascript_mirror() -> None:
 # ---- inverse ∘ predict ---------------------------------------------------------------------
 @pytest.mark.parametrize(("a", "b"), [(0.5, 4.0), (0.01, 100.0), (3.0, 0.2), (2.0, -1.5)])
 def test_inverse_of_prediction_is_identity(a: float, b: float) -> None:
-    models = given(a, b, c=2**20, d=5e7, capacity=4 * GIB)
+    models = given(a, b, c=2**20, d=5e7, capacity=4 * GIB, measured=(4, 1024))
     top = models.max_batch_size()
     for x in [1, 2, 3, 7, 8, 63, 64, 500, top - 1, top]:
         if models.predict_iteration_ms(x) > 0:
@@ -226,12 +243,16 @@ def test_inverse_of_prediction_is_identity(a: float, b: float) -> None:
         assert models.batch_size_for_memory(models.predict_peak_bytes(x)) == x
 
 
-def test_negative_intercept_is_inverted_on_the_decreasing_branch() -> None:
+def test_negative_intercept_is_inverted_on_the_decreasing_branch_and_cannot_drag() -> None:
     models = given(2.0, -1.5, c=1000.0, d=10_000.0, capacity=10_000_000)
-    assert models.predict_throughput(1) > models.predict_throughput(50) > models.max_throughput
-    assert models.batch_size_for_throughput(models.max_throughput * 0.5) == models.max_batch_size()
+    asymptote = 1000.0 / 2.0
+    assert models.predict_throughput(1) > models.predict_throughput(50) > asymptote
+    assert models.batch_size_for_throughput(asymptote * 0.5) == models.max_batch_size()
     assert models.batch_size_for_throughput(1e9) == 1
     assert models.knee_batch_size == 1
+    # Throughput falling as the batch grows is what a negative fixed cost claims: no drag.
+    assert not models.can_manipulate and "negative fixed cost" in models.reason
+    assert models.max_throughput is None
 
 
 def test_throughput_inverse_is_the_nearest_batch_by_brute_force() -> None:
@@ -260,7 +281,7 @@ def brute_force_knee(a: float, b: float, limit: int) -> int | None:
     [(0.5, 4.3), (0.013, 2.7), (1.7, 0.9), (0.29, 31.0), (2.0, 0.0), (0.4, -2.0), (5e-3, 1.1)],
 )
 def test_knee_matches_brute_force_search(a: float, b: float) -> None:
-    models = given(a, b, c=1.0, d=0.0, capacity=10**7)
+    models = given(a, b, c=1.0, d=0.0, capacity=10**7, measured=(4, 10**7 // 8))
     expected = brute_force_knee(a, b, models.max_batch_size())
     bound = b * (1 - KNEE_GAIN) / (2 * KNEE_GAIN * a)
     if abs(bound - round(bound)) < 1e-6 and b > 0:  # float rounding at an exact boundary
@@ -301,9 +322,13 @@ def test_dict_layout_keeps_the_keys_the_widget_reads() -> None:
         "can_manipulate",
         "reason",
         "knee_batch_size",
+        "memory_bound",
+        "measured_range",
+        "measured_max_throughput",
         "max_throughput",
         "max_batch_size",
     } <= data.keys()
+    assert data["measured_range"] == [4, 32] and data["memory_bound"] is True
     assert set(data["time"]) == {"slope", "intercept", "r2", "residuals"}
     assert data["max_batch_size"] == exact_models().max_batch_size()
     assert PerformanceModels.from_dict({**data, "added_later": 1}) == exact_models()

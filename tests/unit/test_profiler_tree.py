@@ -12,7 +12,7 @@ import pytest
 from torch import nn
 
 from skyline_nb.profiler.operations import BACKWARD, FORWARD, OPTIMIZER, OpRecord
-from skyline_nb.profiler.tree import TreeInputs, build_tree
+from skyline_nb.profiler.tree import OPTIMIZER_PATH, TreeInputs, build_tree
 
 
 def tree_for(untracked_ms: float):
@@ -21,7 +21,7 @@ def tree_for(untracked_ms: float):
         OpRecord(0, "addmm", "0", FORWARD, forward_ms=30.0, backward_ms=40.0, key="addmm#0"),
         OpRecord(1, "relu", "1", FORWARD, forward_ms=5.0, backward_ms=5.0, key="relu#0"),
         OpRecord(2, "addmm", "2", FORWARD, forward_ms=4.0, backward_ms=6.0, key="addmm#0"),
-        OpRecord(3, "_foreach_add_", "[optimizer]", OPTIMIZER, forward_ms=10.0, key="_foreach_add_#0"),
+        OpRecord(3, "_foreach_add_", OPTIMIZER_PATH, OPTIMIZER, forward_ms=10.0, key="step#0"),
         OpRecord(4, "unlinked", "", BACKWARD, forward_ms=0.0, backward_ms=None, key="unlinked#0"),
     ]
     ops = SimpleNamespace(records=records, module_frames={}, extra_modules={},

@@ -1,0 +1,131 @@
+"""When the fitted lines cannot be trusted, dragging is off and the reason says why in words.
+
+The sample sets are the shapes seen in issue 12's walkthrough (a fast first sample and stalled
+larger ones, a flat GPU-like line, noise around a CPU line with no fixed cost) and the bounds
+on the drag range (memory capacity, 8× the largest sample).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from skyline_nb.models.fit import LinearFit
+from skyline_nb.models.linear import EXTRAPOLATION_LIMIT, PerformanceModels
+from skyline_nb.models.trust import MIN_R2, fit_time
+
+GIB = 1 << 30
+SIZES = [16, 32, 64]
+
+
+def fitted(times: list[float], sizes: list[int] = SIZES, capacity: int = GIB,
+           memory_bound: bool = True) -> PerformanceModels:
+    peaks = [1_000_000 * x + 50_000_000 for x in sizes]
+    return PerformanceModels.from_samples(sizes, times, peaks, capacity, memory_bound=memory_bound)
+
+
+@pytest.mark.parametrize(
+    ("times", "words"),
+    [
+        # Issue 12: 0.42 ms at the user's batch, then stalls; "max 560 samples/s" beside 38,000.
+        ([0.42, 60.0, 120.0], "far from what the line"),
+        ([0.42, 64.0, 128.0], "far from what the line"),
+        # Flat (launch-bound) times with noise: the slope is noise.
+        ([10.05, 9.98, 10.07], "less than the measurement noise"),
+        # A bend the line cannot follow.
+        ([10.0, 10.1, 12.0], "too scattered around a straight line"),
+    ],
+)
+def test_untrustworthy_times_turn_dragging_off_and_say_why(times: list[float], words: str) -> None:
+    models = fitted(times)
+    assert not models.can_manipulate
+    assert words in models.reason
+    assert models.max_throughput is None  # nothing untrusted reaches the header
+
+
+def test_a_fast_small_sample_off_a_straight_large_range_is_caught_despite_r2() -> None:
+    sizes = [16, 256, 512, 1024]
+    fit = LinearFit.fit(sizes, [0.42, 130.0, 256.0, 512.0])
+    assert fit.r2 > 0.999  # R² alone would trust it: the large sizes dominate
+    models = fitted([0.42, 130.0, 256.0, 512.0], sizes)
+    assert not models.can_manipulate and "batch size 16" in models.reason
+
+
+def test_r2_reason_names_the_threshold() -> None:
+    models = fitted([10.0, 10.1, 12.0])
+    assert f"at least {MIN_R2}" in models.reason and models.time.r2 < MIN_R2
+
+
+def test_a_line_forced_through_the_origin_far_from_the_samples_is_refused() -> None:
+    sizes = [4, 8, 16, 32]
+    models = fitted([x - 2.5 for x in sizes], sizes)  # exact line through −2.5 ms at batch 0
+    assert models.time.intercept == 0.0
+    assert not models.can_manipulate and "batch size 4 (1.50 ms)" in models.reason
+
+
+@pytest.mark.parametrize("times", [[20.3, 39.2, 81.5], [21.35, 44.37, 91.17]])
+def test_a_negative_fixed_cost_is_drawn_through_the_origin(times: list[float]) -> None:
+    # Noise around no fixed cost, and the CPU CNN's time per sample growing with the batch
+    # (1.33, 1.39, 1.42 ms/sample): least squares says −0.3 and −2.05 ms at batch 0.
+    assert LinearFit.fit(SIZES, times).intercept < 0
+    models = fitted(times)
+    assert models.can_manipulate and models.reason is None
+    assert models.time.intercept == 0.0
+    products = sum(x * t for x, t in zip(SIZES, times, strict=True))
+    through_origin = products / sum(x * x for x in SIZES)
+    assert models.time.slope == pytest.approx(through_origin)
+    # Throughput is then the same at every batch: it never falls as the batch grows.
+    assert models.predict_throughput(1) == pytest.approx(models.predict_throughput(512))
+    assert models.knee_batch_size == 1
+
+
+def test_time_fit_is_least_squares_when_the_intercept_is_positive() -> None:
+    fit, problems = fit_time(SIZES, [10.5, 19.25, 37.0])
+    assert problems == [] and fit == LinearFit.fit(SIZES, [10.5, 19.25, 37.0])
+
+
+# ---- the drag range -------------------------------------------------------------------------
+def test_cpu_without_budget_is_bounded_by_the_samples_not_the_ram() -> None:
+    models = fitted([10.5, 19.25, 37.0], capacity=64 * GIB, memory_bound=False)
+    assert models.max_batch_size() == EXTRAPOLATION_LIMIT * 64
+    assert models.can_manipulate
+    # Without a memory bound the capacity is not needed at all.
+    assert fitted([10.5, 19.25, 37.0], capacity=0, memory_bound=False).can_manipulate
+
+
+def test_real_memory_bound_below_the_extrapolation_limit_wins() -> None:
+    capacity = 1_000_000 * 200 + 50_000_000  # fits exactly 200
+    models = fitted([10.5, 19.25, 37.0], capacity=capacity)
+    assert models.max_batch_size() == 200
+    assert models.predict_peak_bytes(200) <= capacity < models.predict_peak_bytes(201)
+
+
+def test_the_range_always_reaches_the_measured_sizes() -> None:
+    too_small = fitted([10.5, 19.25, 37.0], capacity=1_000_000 * 40 + 50_000_000)
+    assert not too_small.can_manipulate
+    assert "measured batch size 64 beyond the memory capacity" in too_small.reason
+
+
+def test_max_throughput_is_never_below_a_measured_one() -> None:
+    # The CNN recorded on CPU (all four samples): the fastest, at 16, lies above the line.
+    sizes, times = [16, 32, 64, 128], [21.35283175, 44.3705165, 91.166446, 174.015754]
+    models = fitted(times, sizes)
+    measured = max(1000.0 * x / t for x, t in zip(sizes, times, strict=True))
+    top = models.max_batch_size()
+    assert models.predict_throughput(top) < measured
+    assert models.max_throughput == measured
+
+
+def test_memory_line_without_memory_at_batch_one_cannot_drag() -> None:
+    # The two largest sizes straddle a bend: their chord crosses zero before batch 1.
+    models = PerformanceModels.from_samples(SIZES, [10.5, 19.25, 37.0], [900, 1000, 9000], GIB)
+    assert models.memory(1) <= 0
+    assert not models.can_manipulate and "no memory at batch size 1" in models.reason
+
+
+def test_a_dict_from_before_the_bounded_range_cannot_drag() -> None:
+    data = fitted([10.5, 19.25, 37.0]).to_dict()
+    for key in ("memory_bound", "measured_range", "measured_max_throughput", "max_throughput"):
+        del data[key]
+    old = PerformanceModels.from_dict(data)
+    assert not old.can_manipulate and "profile again" in old.reason
+    assert old.max_throughput is None
