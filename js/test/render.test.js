@@ -45,6 +45,16 @@ describe.each(["small", "large", "cnn"])("report_%s renders every part", (name) 
     expect(q("error").hidden).toBe(true);
     expect(qa("knee").length).toBe(2);
   });
+
+  test("the header's iteration time is the time breakdown's total; its max is the bars' top", () => {
+    const report = loadReport(name);
+    view = mount({ report });
+    const summary = view.qa("summary").map((e) => e.textContent);
+    const total = view.q("breakdown-time").querySelector(".sk-breakdown-total").textContent;
+    expect(summary).toContain(`Iteration: ${total}`);
+    const max = view.q("throughput-scale").textContent.match(/^max (.*) up to batch/)[1];
+    expect(summary).toContain(`Max throughput (predicted): ${max}`);
+  });
 });
 
 test("segments widths are shares of the level total, largest first", () => {
