@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from skyline_nb.profiler import timing as timing_module
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device, resolve_device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.providers import (
@@ -45,7 +46,14 @@ from skyline_nb.profiler.providers import (
     make_inputs,
 )
 from skyline_nb.profiler.stacks import UserCode, default_project_root
-from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision, Timing, time_steps
+from skyline_nb.profiler.timing import (
+    HEADLINE,
+    QUIET_WAIT,
+    SAMPLE,
+    Precision,
+    Timing,
+    time_steps,
+)
 from skyline_nb.report import Sample
 
 MIN_WARMUP = 3
@@ -94,7 +102,7 @@ class WarmTrial:
         fit (the trial stays usable at a smaller size)."""
         try:
             self.trial.use_inputs(self.inputs_for(batch_size))
-            step_peak = self._step_peak()
+            step_peak, first = self._step_peak()
             peak = (self.user.peak_bytes + step_peak - self.user_step_peak
                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
             budget = self.device.memory_budget
@@ -102,7 +110,7 @@ class WarmTrial:
                 raise CPUOutOfMemoryError(
                     f"batch size {batch_size} needs {peak} bytes, more than the CPU memory "
                     f"budget of {budget} bytes")
-            timing = time_steps(self.trial.step, self.device, precision)
+            timing = time_steps(self.trial.step, self.device, precision, first)
         except self.device.oom_types:
             self.trial.use_inputs(((), {}, []))
             self.device.free_memory(thorough=True)
@@ -114,50 +122,59 @@ class WarmTrial:
         """Back to inputs of the user's batch size."""
         self.trial.use_inputs(self.inputs_for(self.user.batch_size))
 
-    def reference(self) -> None:
-        """Measure ``step_peak`` at the user's batch (fresh inputs, as ``measure_at`` does)."""
+    def reference(self) -> Timing:
+        """Measure ``step_peak`` at the user's batch (fresh inputs, as ``measure_at`` does);
+        returns the times of its iterations."""
         self.restore()
-        self.user_step_peak = self._step_peak()
+        self.user_step_peak, timing = self._step_peak()
         self.user_input_bytes = _bytes(self.trial.input_tensors)
+        return timing
 
-    def _step_peak(self) -> int:
+    def _step_peak(self) -> tuple[int, Timing]:
         return step_peak(self.trial, self.device)
 
 
-def step_peak(trial: Trial, device: Device) -> int:
-    """Bytes one iteration allocates at its peak beyond what was alive when it started.
+def step_peak(trial: Trial, device: Device) -> tuple[int, Timing]:
+    """Bytes one iteration allocates at its peak beyond what was alive when it started, and
+    the times of the two iterations it runs: on a warm trial the first at a new size is already
+    steady, and the memory reports cost 1–3 % of an iteration, so they count as timed ones (the
+    median of three values is then at most that much high).
 
-    Runs two iterations and measures the second. CUDA: the allocator's peak over it minus what
-    was allocated before it. CPU: the peak of the running sum of the CPU allocator's reports
-    over it (a live-storage tracker's when a profiler of the user's already runs). The CPU
-    allocator reports the free of a block only if the block was allocated while it reported,
-    so the first iteration runs under the reports too: everything the measured one frees was
-    allocated there (unless the trial keeps a block for two iterations or more).
+    Measures the second iteration. CUDA: the allocator's peak over it minus what was allocated
+    before it. CPU: the peak of the running sum of the CPU allocator's reports over it (a
+    live-storage tracker's when a profiler of the user's already runs). The CPU allocator
+    reports the free of a block only if the block was allocated while it reported, so the first
+    iteration runs under the reports too: everything the measured one frees was allocated there
+    (unless the trial keeps a block for two iterations or more).
     """
+    timing = Timing()
+
+    def timed() -> None:
+        times, fraction, _ = timing_module.timed_chunk(trial.step, device, 1)
+        timing.add(times, fraction > QUIET_WAIT)
+
     if device.kind == "cuda":
-        trial.step()
-        device.synchronize()
+        timed()
         before = int(device.memory_allocated() or 0)
         device.reset_peak()
-        trial.step()
-        device.synchronize()
-        return int(device.max_memory_allocated() or 0) - before
+        timed()
+        return int(device.max_memory_allocated() or 0) - before, timing
     with _allocator_events() as allocator:
         if allocator is None:
-            trial.step()
+            timed()
             tracker = LiveStorageTracker(device.torch_device)
             try:
                 with tracker:
-                    trial.step()
+                    timed()
             finally:
                 tracker.close()
-            return tracker.peak
-        trial.step()
+            return tracker.peak, timing
+        timed()
         _mark()
-        trial.step()
+        timed()
     from skyline_nb.profiler import torch_private as tp
 
-    return tp.allocator_peak_bytes(allocator, after_bytes=MARK_BYTES)
+    return tp.allocator_peak_bytes(allocator, after_bytes=MARK_BYTES), timing
 
 
 # An allocation of this odd size separates two iterations in the allocator's reports.
@@ -197,14 +214,14 @@ def measure_level1(
                 trial.step()
         else:
             trial, peak = _tracked_warmup(build, device)
-        timing = time_steps(trial.step, device, precision)
         if device.kind == "cuda":
             peak = int(device.max_memory_allocated() or 0) - int(baseline or 0)
-        result = IterationResult(batch_size, timing.result(precision), peak, timing,
-                                 timing.settled(precision))
+        result = IterationResult(batch_size, 0.0, peak)
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
-        if inputs_for is not None:
-            warm.reference()
+        first = warm.reference() if inputs_for is not None else None
+        timing = time_steps(trial.step, device, precision, first)
+        result.iteration_ms, result.timing = timing.result(precision), timing
+        result.converged = timing.settled(precision)
         return result, warm
     except device.oom_types:
         trial = None
@@ -272,19 +289,18 @@ def _silence_unknown_free_notice() -> None:
 
 
 def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, int]:
-    """CPU: build + two iterations under the allocator's reports and a live-storage tracker.
-
-    The tracker enforces a memory budget as the iteration runs; the allocator's running sum
-    adds what kernels allocate internally (invisible to a dispatch mode). The peak is the
-    larger of the two; without the allocator's reports (a profiler already running), the
-    tracker's.
+    """CPU: build + two iterations under the allocator's reports (what kernels allocate inside
+    is reported too, which a dispatch mode cannot see) and, where a memory budget must stop
+    the iteration as it runs or the reports are refused (a profiler of the user's runs), a
+    live-storage tracker; the peak is the larger of the two.
     """
     from skyline_nb.profiler import torch_private as tp
 
-    tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
     with _allocator_events() as allocator:
+        use_tracker = allocator is None or device.memory_budget is not None
+        tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
         try:
-            with tracker:
+            with tracker if use_tracker else contextlib.nullcontext():
                 trial = build()
                 trial.step()
                 trial.step()

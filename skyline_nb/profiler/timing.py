@@ -48,9 +48,11 @@ class Precision:
 
 
 # The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes:
-# ≥ 3 (their iterations are 2–4× longer, and the time line is fitted over several of them).
+# ≥ 2 that agree within AGREE (their iterations are 2–4× longer, each costs 2–4 of the user's,
+# and the time line is fitted over several samples), else a third.
 HEADLINE = Precision(5, 30.0, 300.0, 8)
-SAMPLE = Precision(3, 10.0, 200.0, 5)
+SAMPLE = Precision(2, 10.0, 200.0, 5)
+AGREE = 0.10
 
 
 @dataclass
@@ -73,8 +75,10 @@ class Timing:
         return sum(self.waited)
 
     def settled(self, precision: Precision) -> bool:
-        """Enough quiet iterations over enough time."""
+        """Enough quiet iterations over enough time (fewer than 3 must agree within AGREE)."""
         quiet = self.quiet()
+        if len(quiet) < 3 and quiet and max(quiet) > (1 + AGREE) * min(quiet):
+            return False
         return len(quiet) >= precision.min_iterations and sum(self.ms) >= precision.min_ms
 
     def result(self, precision: Precision) -> float:
@@ -101,7 +105,7 @@ def time_steps(
         if timing.ms and spent >= _patience(precision, estimate or spent):
             break
         n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
-        times, fraction, value = _chunk(step, device, n)
+        times, fraction, value = timed_chunk(step, device, n)
         timing.add(times, fraction > QUIET_WAIT)
         timing.last_value = value
         estimate = statistics.median(timing.ms)
@@ -113,7 +117,7 @@ def _patience(precision: Precision, iteration_ms: float) -> float:
                precision.min_ms)
 
 
-def _chunk(step: Callable[[], Any], device: Device, n: int) -> tuple[list[float], float, Any]:
+def timed_chunk(step: Callable[[], Any], device: Device, n: int) -> tuple[list[float], float, Any]:
     """``n`` iterations, each with its own timer; the CPU-wait counter is read around them."""
     timers = [device.timer() for _ in range(n)]
     value = None

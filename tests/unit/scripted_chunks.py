@@ -1,4 +1,4 @@
-"""A scripted ``timing._chunk``: level 1's stopping rules on exact iteration times."""
+"""A scripted ``timing.timed_chunk``: level 1's stopping rules on exact iteration times."""
 
 from __future__ import annotations
 
@@ -28,5 +28,5 @@ def script_chunks(
             value = step()
         return [last[0]] * n, last[1], value
 
-    monkeypatch.setattr(timing, "_chunk", chunk)
+    monkeypatch.setattr(timing, "timed_chunk", chunk)
     return sizes

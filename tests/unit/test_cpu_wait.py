@@ -58,7 +58,7 @@ def test_samples_that_never_found_a_quiet_stretch_are_reported(monkeypatch) -> N
     from skyline_nb.examples import mlp
     from skyline_nb.profiler.session import profile
 
-    real = timing._chunk
+    real = timing.timed_chunk
     sampling = [False]
 
     def busy_while_sampling(step, device, n):
@@ -74,7 +74,7 @@ def test_samples_that_never_found_a_quiet_stretch_are_reported(monkeypatch) -> N
         finally:
             sampling[0] = False
 
-    monkeypatch.setattr(timing, "_chunk", busy_while_sampling)
+    monkeypatch.setattr(timing, "timed_chunk", busy_while_sampling)
     monkeypatch.setattr(iteration.WarmTrial, "measure_at", measure_at)
     report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
                      mlp.skyline_iteration_provider, batch_size=8, device="cpu")

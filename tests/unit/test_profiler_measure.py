@@ -71,7 +71,7 @@ def test_level2_run_count_grows_for_short_runs_and_stays_odd():
         return len(runs)
 
     assert count(90.0) == LEVEL2_RUNS == 3  # a CNN-sized run: the minimum
-    assert count(40.0) == 5  # 3 runs (120 ms) still under the budget: two more, odd
+    assert count(8.0) == 5  # 3 runs (24 ms) still under the 30 ms budget: two more, odd
     assert count(3.0) == LEVEL2_MAX_RUNS == 9  # a tiny MLP: the cap
     assert all(count(w) % 2 == 1 for w in (0.5, 10.0, 33.0, 49.0, 51.0, 75.0, 200.0))
 
@@ -80,10 +80,10 @@ def test_level2_runs_that_waited_are_retried_within_a_patience():
     """Runs during which another process held the cores do not count; retries are bounded."""
     from skyline_nb.profiler.session import LEVEL2_PATIENCE_MS, more_level2_runs
 
-    runs = [(60.0, True), (60.0, True)]
+    runs = [(20.0, True), (20.0, True)]
     assert more_level2_runs(runs)
-    runs += [(60.0, False)] * 3
-    assert not more_level2_runs(runs)  # three quiet ones over 180 ms: enough
+    runs += [(20.0, False)] * 3
+    assert not more_level2_runs(runs)  # three quiet ones over 60 ms: enough
     starved: list[tuple[float, bool]] = []
     while more_level2_runs(starved):
         starved.append((50.0, True))

@@ -72,12 +72,20 @@ def test_a_machine_busy_throughout_ends_within_the_patience() -> None:
     assert result.result(HEADLINE) == pytest.approx(statistics.median(result.ms))
 
 
-def test_a_sample_needs_three_quiet_iterations() -> None:
+def test_a_sample_settles_on_two_quiet_iterations_that_agree() -> None:
     _, step = _steps()
     with pytest.MonkeyPatch.context() as mp:
-        sizes = script_chunks(mp, [(90.0, 0.4), (60.0, 0.0), (62.0, 0.0), (61.0, 0.0)])
+        sizes = script_chunks(mp, [(90.0, 0.4), (60.0, 0.0), (62.0, 0.0)])
         result = time_steps(step, resolve_device("cpu"), SAMPLE)
-    assert sizes == [1, 1, 1, 1] and result.result(SAMPLE) == 61.0
+    assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
+
+
+def test_two_sample_iterations_that_disagree_take_a_third() -> None:
+    _, step = _steps()
+    with pytest.MonkeyPatch.context() as mp:
+        sizes = script_chunks(mp, [(60.0, 0.0), (70.0, 0.0), (61.0, 0.0)])
+        result = time_steps(step, resolve_device("cpu"), SAMPLE)
+    assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
 
 
 def test_a_timing_can_be_continued() -> None:

@@ -1,0 +1,142 @@
+"""Are the numbers a user sees right, at the user's thread count, quiet and under load?
+
+For each example model and batch size, each ROUND measures, in this process: a plain training
+loop's median iteration at the user's batch (the truth a user lives by: wall clock, a warm model,
+``--plain`` iterations), then ``skyline_nb.profile`` (wall time, iteration, untracked time),
+then plain-loop medians at held-out sizes 1.5×, 2×, 3× and 4× the batch, which the profile's
+time line must predict. With ``--load`` one competing process spins on a core throughout.
+
+Printed per model and batch (medians over rounds, plus the worst single profile):
+- iter %: the profile's iteration vs the plain loop's median (bar: ±10 % quiet, ±15 % loaded;
+  no single profile beyond 20 % / 25 %);
+- untracked %: iteration − Σ op times, as % of the iteration (bar ±10 %);
+- pred %: mean |error| of the predicted time at the held-out sizes vs the plain loops (≤ 8 %);
+- mem %: mean |error| of the predicted peak vs a fresh model's measured peak at those sizes;
+- cost: the profile's wall time in plain iterations of the user's batch (≤ 30);
+- impossible: values ``report_checks.impossible_values`` finds (must be none).
+
+    python benchmarks/trust.py                      # default threads, quiet
+    python benchmarks/trust.py --threads 1 --load   # one thread, a competing process
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+MODELS = ("mlp", "cnn", "transformer", "lstm")
+HELD_OUT = (1.5, 2.0, 3.0, 4.0)
+
+
+def plain_median(module: object, batch: int, iterations: int) -> float:
+    """Median wall time of single iterations of a warm model, as a training loop runs them."""
+    model = module.skyline_model_provider()
+    step = module.skyline_iteration_provider(model)
+    inputs = module.skyline_input_provider(batch)
+    for _ in range(3):
+        step(*inputs)
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        step(*inputs)
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def fresh_peak(providers: tuple, batch: int) -> int:
+    from skyline_nb.profiler.iteration import measure_iteration
+
+    return measure_iteration(*providers, batch, "cpu").peak_bytes
+
+
+def one_round(module: object, batch: int, iterations: int) -> dict[str, float]:
+    import skyline_nb
+    from skyline_nb.report_checks import impossible_values
+
+    providers = (module.skyline_model_provider, module.skyline_input_provider,
+                 module.skyline_iteration_provider)
+    truth = plain_median(module, batch, iterations)
+    start = time.perf_counter()
+    report = skyline_nb.profile(*providers, batch_size=batch, device="cpu")
+    wall_ms = (time.perf_counter() - start) * 1e3
+    row = {
+        "iter": 100 * (report.iteration_ms / truth - 1),
+        "untracked": 100 * report.untracked_ms / report.iteration_ms,
+        "cost": wall_ms / truth,
+        "wall": wall_ms / 1e3,
+        "impossible": float(len(impossible_values(report))),
+        "pred": float("nan"),
+        "mem": float("nan"),
+    }
+    models = report.models
+    if models is not None and models.time is not None and models.can_manipulate:
+        sizes = [round(f * batch) for f in HELD_OUT]
+        errors = [abs(models.predict_iteration_ms(n) / plain_median(module, n, iterations) - 1)
+                  for n in sizes]
+        memory = [abs(models.predict_peak_bytes(n) / fresh_peak(providers, n) - 1)
+                  for n in sizes]
+        row["pred"] = 100 * statistics.mean(errors)
+        row["mem"] = 100 * statistics.mean(memory)
+    return row
+
+
+def summary(rows: list[dict[str, float]], key: str) -> str:
+    values = [r[key] for r in rows if r[key] == r[key]]  # drop nan
+    if not values:
+        return "off"
+    worst = max(values, key=abs)
+    return f"{statistics.median(values):+.1f} ({worst:+.1f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--batches", nargs="+", type=int, default=[16, 32])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None, help="default: torch's own")
+    parser.add_argument("--plain", type=int, default=15, help="iterations per plain loop")
+    parser.add_argument("--load", action="store_true", help="one competing spinning process")
+    args = parser.parse_args()
+    import torch
+
+    import skyline_nb
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} "
+          f"threads, load={'one spinning process' if args.load else 'none'}")
+    print("| model | batch | iter % | untracked % | pred % | mem % | cost (iters) | wall s "
+          "| impossible |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    competitor = None
+    if args.load:  # bounded: it ends by itself after an hour even if this script is killed
+        competitor = subprocess.Popen(
+            [sys.executable, "-c", "import time\nend = time.time() + 3600\n"
+             "while time.time() < end: pass"])
+    try:
+        for name in args.models:
+            module = importlib.import_module(f"skyline_nb.examples.{name}")
+            providers = (module.skyline_model_provider, module.skyline_input_provider,
+                         module.skyline_iteration_provider)
+            skyline_nb.profile(*providers, batch_size=8, device="cpu")  # warm the process
+            for batch in args.batches:
+                rows = [one_round(module, batch, args.plain) for _ in range(args.rounds)]
+                print(f"| {name} | {batch} | {summary(rows, 'iter')} | "
+                      f"{summary(rows, 'untracked')} | {summary(rows, 'pred')} | "
+                      f"{summary(rows, 'mem')} | {summary(rows, 'cost')} | "
+                      f"{summary(rows, 'wall')} | {int(sum(r['impossible'] for r in rows))} |",
+                      flush=True)
+    finally:
+        if competitor is not None:
+            competitor.kill()
+
+
+if __name__ == "__main__":
+    main()
