@@ -86,8 +86,8 @@ class IterationResult:
 class WarmTrial:
     """The profile's one trial, kept warm, and the user's batch it was measured at.
 
-    ``measure_at(n)`` gives it inputs for batch size n and measures there (samples, "measure
-    at N"); ``restore()`` puts the user's batch back for the instrumented levels.
+    ``measure_at(n)`` gives it inputs for batch size n and measures there (the samples of the
+    performance models); ``reference()`` measures the user's batch the same way first.
     """
 
     trial: Trial
@@ -102,8 +102,8 @@ class WarmTrial:
         fit (the trial stays usable at a smaller size)."""
         try:
             self.trial.use_inputs(self.inputs_for(batch_size))
-            step_peak, first = self._step_peak()
-            peak = (self.user.peak_bytes + step_peak - self.user_step_peak
+            added, first = step_peak(self.trial, self.device)
+            peak = (self.user.peak_bytes + added - self.user_step_peak
                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
             budget = self.device.memory_budget
             if self.device.kind == "cpu" and budget is not None and peak > budget:
@@ -118,20 +118,13 @@ class WarmTrial:
         return IterationResult(batch_size, timing.result(precision), peak, timing,
                                timing.settled(precision))
 
-    def restore(self) -> None:
-        """Back to inputs of the user's batch size."""
-        self.trial.use_inputs(self.inputs_for(self.user.batch_size))
-
     def reference(self) -> Timing:
         """Measure ``step_peak`` at the user's batch (fresh inputs, as ``measure_at`` does);
         returns the times of its iterations."""
-        self.restore()
-        self.user_step_peak, timing = self._step_peak()
+        self.trial.use_inputs(self.inputs_for(self.user.batch_size))
+        self.user_step_peak, timing = step_peak(self.trial, self.device)
         self.user_input_bytes = _bytes(self.trial.input_tensors)
         return timing
-
-    def _step_peak(self) -> tuple[int, Timing]:
-        return step_peak(self.trial, self.device)
 
 
 def step_peak(trial: Trial, device: Device) -> tuple[int, Timing]:
