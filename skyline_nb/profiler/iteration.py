@@ -34,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from skyline_nb.profiler import timing as timing_module
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device, resolve_device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.providers import (
@@ -48,10 +47,10 @@ from skyline_nb.profiler.providers import (
 from skyline_nb.profiler.stacks import UserCode, default_project_root
 from skyline_nb.profiler.timing import (
     HEADLINE,
-    QUIET_WAIT,
     SAMPLE,
     Precision,
     Timing,
+    time_alternating,
     time_steps,
 )
 from skyline_nb.report import Sample
@@ -96,13 +95,19 @@ class WarmTrial:
     user: IterationResult
     user_step_peak: int = 0
     user_input_bytes: int = 0
+    user_inputs: Inputs = ((), {}, [])
 
     def measure_at(self, batch_size: int, precision: Precision = SAMPLE) -> IterationResult:
         """Time and size one other batch size; raises the device's OOM types when it does not
-        fit (the trial stays usable at a smaller size)."""
+        fit (the trial stays usable at a smaller size).
+
+        Its iterations alternate with iterations at the user's batch, and the time is the
+        user's headline scaled by the ratio of the two medians: the line through the samples
+        keeps its shape when the machine's speed drifts between the headline and the sample.
+        """
+        sample_inputs = self.inputs_for(batch_size)
         try:
-            self.trial.use_inputs(self.inputs_for(batch_size))
-            added, first = step_peak(self.trial, self.device)
+            added = step_peak(self.trial, self.device, sample_inputs)
             peak = (self.user.peak_bytes + added - self.user_step_peak
                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
             budget = self.device.memory_budget
@@ -110,64 +115,65 @@ class WarmTrial:
                 raise CPUOutOfMemoryError(
                     f"batch size {batch_size} needs {peak} bytes, more than the CPU memory "
                     f"budget of {budget} bytes")
-            timing = time_steps(self.trial.step, self.device, precision, first)
+            trial = self.trial
+            timing, user = time_alternating(
+                [(lambda: trial.use_inputs(sample_inputs), trial.step),
+                 (lambda: trial.use_inputs(self.user_inputs), trial.step)],
+                self.device, precision)
         except self.device.oom_types:
-            self.trial.use_inputs(((), {}, []))
+            self.trial.use_inputs(self.user_inputs)
+            del sample_inputs
             self.device.free_memory(thorough=True)
             raise
-        return IterationResult(batch_size, timing.result(precision), peak, timing,
+        self.trial.use_inputs(self.user_inputs)
+        ratio = timing.result(precision) / user.result(precision)
+        return IterationResult(batch_size, self.user.iteration_ms * ratio, peak, timing,
                                timing.settled(precision))
 
-    def reference(self) -> Timing:
-        """Measure ``step_peak`` at the user's batch (fresh inputs, as ``measure_at`` does);
-        returns the times of its iterations."""
-        self.trial.use_inputs(self.inputs_for(self.user.batch_size))
-        self.user_step_peak, timing = step_peak(self.trial, self.device)
+    def reference(self) -> None:
+        """Measure ``step_peak`` at the user's batch (fresh inputs, as ``measure_at`` does)."""
+        self.user_inputs = self.inputs_for(self.user.batch_size)
+        self.user_step_peak = step_peak(self.trial, self.device, self.user_inputs)
         self.user_input_bytes = _bytes(self.trial.input_tensors)
-        return timing
 
 
-def step_peak(trial: Trial, device: Device) -> tuple[int, Timing]:
-    """Bytes one iteration allocates at its peak beyond what was alive when it started, and
-    the times of the two iterations it runs: on a warm trial the first at a new size is already
-    steady, and the memory reports cost 1–3 % of an iteration, so they count as timed ones (the
-    median of three values is then at most that much high).
+def step_peak(trial: Trial, device: Device, inputs: Inputs) -> int:
+    """Bytes one iteration on ``inputs`` allocates at its peak beyond what was alive when it
+    started; the trial keeps the inputs.
 
-    Measures the second iteration. CUDA: the allocator's peak over it minus what was allocated
-    before it. CPU: the peak of the running sum of the CPU allocator's reports over it (a
-    live-storage tracker's when a profiler of the user's already runs). The CPU allocator
-    reports the free of a block only if the block was allocated while it reported, so the first
-    iteration runs under the reports too: everything the measured one frees was allocated there
-    (unless the trial keeps a block for two iterations or more).
+    CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
+    kernels) minus what was allocated before it. CPU: the peak of the running sum of the CPU
+    allocator's reports over the first iteration on the inputs (a live-storage tracker's when a
+    profiler of the user's already runs). The allocator reports the free of a block only if the
+    block was allocated while it reported, so one iteration on the old inputs runs under the
+    reports first: everything the measured one frees was allocated there (unless the trial
+    keeps a block for two iterations or more).
     """
-    timing = Timing()
-
-    def timed() -> None:
-        times, fraction, _ = timing_module.timed_chunk(trial.step, device, 1)
-        timing.add(times, fraction > QUIET_WAIT)
-
     if device.kind == "cuda":
-        timed()
+        trial.use_inputs(inputs)
+        trial.step()
+        device.synchronize()
         before = int(device.memory_allocated() or 0)
         device.reset_peak()
-        timed()
-        return int(device.max_memory_allocated() or 0) - before, timing
+        trial.step()
+        device.synchronize()
+        return int(device.max_memory_allocated() or 0) - before
     with _allocator_events() as allocator:
+        trial.step()
+        trial.use_inputs(inputs)
         if allocator is None:
-            timed()
             tracker = LiveStorageTracker(device.torch_device)
             try:
                 with tracker:
-                    timed()
+                    trial.step()
             finally:
                 tracker.close()
-            return tracker.peak, timing
-        timed()
+            return tracker.peak
         _mark()
-        timed()
+        trial.step()
     from skyline_nb.profiler import torch_private as tp
 
-    return tp.allocator_peak_bytes(allocator, after_bytes=MARK_BYTES), timing
+    return tp.allocator_peak_bytes(allocator, after_bytes=MARK_BYTES)
 
 
 # An allocation of this odd size separates two iterations in the allocator's reports.
@@ -211,8 +217,9 @@ def measure_level1(
             peak = int(device.max_memory_allocated() or 0) - int(baseline or 0)
         result = IterationResult(batch_size, 0.0, peak)
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
-        first = warm.reference() if inputs_for is not None else None
-        timing = time_steps(trial.step, device, precision, first)
+        if inputs_for is not None:
+            warm.reference()
+        timing = time_steps(trial.step, device, precision)
         result.iteration_ms, result.timing = timing.result(precision), timing
         result.converged = timing.settled(precision)
         return result, warm

@@ -99,17 +99,35 @@ def time_steps(
     ``timing`` continues a timing that already holds iterations (e.g. one timed elsewhere).
     """
     timing = timing if timing is not None else Timing()
-    estimate = statistics.median(timing.ms) if timing.ms else None
-    while not timing.settled(precision):
-        spent = sum(timing.ms)
-        if timing.ms and spent >= _patience(precision, estimate or spent):
+    return time_alternating([(None, step)], device, precision, [timing])[0]
+
+
+def time_alternating(
+    runs: list[tuple[Callable[[], None] | None, Callable[[], Any]]],
+    device: Device,
+    precision: Precision,
+    timings: list[Timing] | None = None,
+) -> list[Timing]:
+    """Chunks of each run in turn — ``(prepare, step)``: ``prepare()`` (e.g. switch inputs),
+    then timed steps — until the first run's timing meets ``precision`` or its patience runs
+    out. Alternating a sample with the user's batch exposes both to the same moments of a
+    machine whose speed drifts (other work, clock changes), so their ratio holds even when the
+    absolute times move by 20 % between seconds.
+    """
+    timings = timings if timings is not None else [Timing() for _ in runs]
+    main = timings[0]
+    while not main.settled(precision):
+        if main.ms and sum(main.ms) >= _patience(precision, statistics.median(main.ms)):
             break
-        n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
-        times, fraction, value = timed_chunk(step, device, n)
-        timing.add(times, fraction > QUIET_WAIT)
-        timing.last_value = value
-        estimate = statistics.median(timing.ms)
-    return timing
+        for (prepare, step), timing in zip(runs, timings, strict=True):
+            if prepare is not None:
+                prepare()
+            estimate = statistics.median(timing.ms) if timing.ms else None
+            n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
+            times, fraction, value = timed_chunk(step, device, n)
+            timing.add(times, fraction > QUIET_WAIT)
+            timing.last_value = value
+    return timings
 
 
 def _patience(precision: Precision, iteration_ms: float) -> float:

@@ -102,3 +102,17 @@ def test_real_iterations_are_timed_one_by_one() -> None:
     """Not scripted: a sleep of 2 ms per step is timed at about 2 ms each."""
     result = time_steps(lambda: time.sleep(0.002), resolve_device("cpu"), SAMPLE)
     assert all(ms >= 2.0 for ms in result.ms) and len(result.ms) >= SAMPLE.min_iterations
+
+
+def test_alternating_runs_take_turns_until_the_first_is_settled() -> None:
+    from skyline_nb.profiler.timing import time_alternating
+
+    order: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        script_chunks(mp, [(40.0, 0.0)])
+        sample, user = time_alternating(
+            [(lambda: order.append("sample"), lambda: None),
+             (lambda: order.append("user"), lambda: None)],
+            resolve_device("cpu"), SAMPLE)
+    assert order == ["sample", "user", "sample", "user"]
+    assert len(sample.ms) == len(user.ms) == 2
