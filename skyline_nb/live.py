@@ -192,7 +192,10 @@ class LiveProfile:
         model_p, input_p, iteration_p = self._providers()
         self.widget.status = f"Measuring at batch size {size}…"
         try:
-            sample = measure_iteration(model_p, input_p, iteration_p, size, self.request.device)
+            sample = measure_iteration(
+                model_p, input_p, iteration_p, size, self.request.device,
+                memory_budget=self.request.memory_budget, project_root=self.request.project_root,
+            )
         finally:
             self.widget.status = ""
         self.widget.measurement = {
