@@ -243,49 +243,30 @@ def _fixed_inputs(trial: Trial, batch_size: int) -> Callable[[int], Inputs]:
 @contextlib.contextmanager
 def _allocator_events() -> Any:
     """The CPU allocator's reports over the block (None when a profiler of the user's runs:
-    torch refuses nested profilers)."""
+    torch refuses nested profilers).
+
+    File descriptor 2 is silenced meanwhile: torch logs "Memory block of unknown size was
+    allocated before the profiling started" from C++ at every 1000th free of an older block,
+    which is this module's normal case and would land in the notebook. Known limitation: what
+    the user's own native code writes to stderr in these few iterations is dropped too.
+    """
     from skyline_nb.profiler import torch_private as tp
 
-    _silence_unknown_free_notice()
-    try:
-        allocator = tp.allocator_events_profiler()
-        with warnings.catch_warnings(), tp.quiet_native_stderr():
-            warnings.simplefilter("ignore", UserWarning)  # torch 2.11: profiler cycles notice
-            allocator.__enter__()
-    except RuntimeError:
-        allocator = None
-    try:
-        yield allocator
-    finally:
-        if allocator is not None:
-            with warnings.catch_warnings(), tp.quiet_native_stderr():
-                warnings.simplefilter("ignore", UserWarning)
-                allocator.__exit__(None, None, None)
-
-
-_notice_given = False
-
-
-def _silence_unknown_free_notice() -> None:
-    """Give torch's once-per-process C++ notice "Memory block of unknown size was allocated
-    before the profiling started" (a window that frees an older block: ``step_peak``'s normal
-    case) where nobody sees it, instead of in the user's notebook."""
-    global _notice_given
-    if _notice_given:
-        return
-    import torch
-
-    from skyline_nb.profiler import torch_private as tp
-
-    _notice_given = True
-    older = torch.empty(256, dtype=torch.uint8)
-    with warnings.catch_warnings(), tp.quiet_native_stderr():
-        warnings.simplefilter("ignore", UserWarning)
+    with tp.quiet_native_stderr():
         try:
-            with tp.allocator_events_profiler():
-                del older
-        except RuntimeError:  # a profiler of the user's runs: no notice either
-            pass
+            allocator = tp.allocator_events_profiler()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # torch 2.11: profiler cycles
+                allocator.__enter__()
+        except RuntimeError:
+            allocator = None
+        try:
+            yield allocator
+        finally:
+            if allocator is not None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    allocator.__exit__(None, None, None)
 
 
 def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, int]:

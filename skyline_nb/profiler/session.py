@@ -201,6 +201,13 @@ def _instrumented(
             f"iteration ({level1.iteration_ms:.3f} ms): timing noise or the ~2 µs of Python "
             "dispatch each timed op carries; the breakdown shows each op's share of the iteration"
         )
+    elif (untracked_ms > UNTRACKED_TOLERANCE * level1.iteration_ms
+          and 2 * level1.waited_iterations > len(level1.timing.ms)):
+        warnings.append(
+            f"most iterations ran while other processes kept this one waiting for a CPU; much of "
+            f"the untracked {untracked_ms:.3f} ms is that waiting, which falls between the ops "
+            "timed one by one"
+        )
     warnings.extend(_finite_checks(value, params, trial.where))
     tree = build_tree(
         TreeInputs(
