@@ -158,12 +158,12 @@ def _instrumented(
     ops, starved = _op_times(trial, dev, user_code, hold, warnings)
     for _ in range(RECONCILE_ATTEMPTS):
         # Level 1 and level 2 measured at different moments of a busy machine (another process
-        # holding the cores, or a scheduler starving a worker thread for seconds): measure
-        # again, so that the breakdown and the headline describe the same conditions.
-        if _consistent(level1, ops) or not (starved or level1.waited_iterations):
+        # holding the cores, a scheduler starving a worker thread for seconds, a clock that
+        # changed): measure again, so that the breakdown and the headline describe the same
+        # conditions.
+        if _consistent(level1, ops):
             break
-        if starved:
-            ops, starved = _op_times(trial, dev, user_code, hold, warnings)
+        ops, starved = _op_times(trial, dev, user_code, hold, warnings)
         if not _consistent(level1, ops):
             timing = time_steps(trial.step, dev, HEADLINE)
             # every iteration counts: the conditions the op times were measured in
