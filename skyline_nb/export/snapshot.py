@@ -76,10 +76,10 @@ def _key_bars(report: dict[str, Any]) -> str:
     if max_tp:
         rows.append(("Throughput", report["throughput"] / max_tp,
                      f"{report['throughput']:.1f} of max {max_tp:.1f} samples/s"))
-    capacity = report["device"].get("capacity_bytes") or 0
-    if capacity > 0:
-        rows.append(("Peak memory", report["peak_bytes"] / capacity,
-                     f"{format_bytes(report['peak_bytes'])} of {format_bytes(capacity)}"))
+    top, of = _memory_top(report)
+    if top > 0:
+        rows.append(("Peak memory", report["peak_bytes"] / top,
+                     f"{format_bytes(report['peak_bytes'])} of {of}"))
     svg = [f'<svg width="{WIDTH}" height="{len(rows) * (BAR_H + 8)}" role="img">']
     for i, (label, fraction, text) in enumerate(rows):
         y = i * (BAR_H + 8)
@@ -93,6 +93,20 @@ def _key_bars(report: dict[str, Any]) -> str:
         ]
     svg.append("</svg>")
     return "".join(svg)
+
+
+def _memory_top(report: dict[str, Any]) -> tuple[float, str]:
+    """The memory bar's top and its words: the device's capacity where it bounds the batch (a
+    GPU, a budget), else the predicted peak at the largest batch the drag reaches (the
+    machine's RAM is no bound a user means), else the capacity."""
+    models = report.get("models") or {}
+    memory, largest = models.get("memory"), models.get("max_batch_size")
+    if models.get("memory_bound") is False and memory and largest:
+        top = memory["slope"] * largest + memory["intercept"]
+        if top >= report["peak_bytes"]:
+            return top, f"{format_bytes(top)} predicted at batch {largest}"
+    capacity = report["device"].get("capacity_bytes") or 0
+    return capacity, format_bytes(capacity)
 
 
 def _time_segments(report: dict[str, Any]) -> list[tuple[str, float]]:

@@ -36,3 +36,20 @@ def test_the_profilers_warnings_are_listed_as_text():
     assert "<script" not in html and "<li>&lt;script&gt;x()&lt;/script&gt; ran</li>" in html
     report["warnings"] = []
     assert "<li>" not in snapshot_html(report)
+
+
+def test_the_memory_bar_is_scaled_to_the_drag_range_not_to_the_ram():
+    """On a CPU without a budget the capacity is the machine's free RAM, no bound a user means:
+    the bar's top is the predicted peak at the largest batch the drag reaches."""
+    from skyline_nb.export.units import format_bytes
+
+    report = json.loads((FIXTURES / "report_cnn.json").read_text(encoding="utf-8"))
+    models = report["models"]
+    models["memory_bound"] = False
+    top = models["memory"]["slope"] * models["max_batch_size"] + models["memory"]["intercept"]
+    html = snapshot_html(report)
+    assert f"predicted at batch {models['max_batch_size']}" in html
+    assert format_bytes(top) in html
+    assert format_bytes(report["device"]["capacity_bytes"]) not in html
+    models["memory_bound"] = True
+    assert format_bytes(report["device"]["capacity_bytes"]) in snapshot_html(report)
