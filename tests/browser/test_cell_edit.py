@@ -67,13 +67,19 @@ def _part(widget, name: str):
     return widget.locator(f'[data-skyline="{name}"]')
 
 
+READY_ATTEMPTS = 5
+
+
 def _ready(widget, batch: int) -> None:
-    """Wait for the profile; when noise turned the predictions off, Re-profile (twice at most):
-    these tests are about editing the cell, not about how well the models fit."""
-    for attempt in range(3):
+    """Wait for the profile; when noise turned the predictions off, Re-profile (4 times at
+    most): these tests are about editing the cell, not about how well the models fit. (With
+    chromium and the server on the same 2 cores a kernel can be starved for seconds: a CI run
+    saw 3 profiles in a row at 4x the usual iteration time, R² 0.85, dragging off with the
+    reason shown — the right answer for the user, not for an editing test.)"""
+    for attempt in range(READY_ATTEMPTS):
         expect(_part(widget, "predicted-batch-size")).to_have_text(str(batch), timeout=60_000)
         bar = _part(widget, "throughput-bar")
-        if attempt == 2 or bar.get_attribute("aria-disabled") != "true":
+        if attempt == READY_ATTEMPTS - 1 or bar.get_attribute("aria-disabled") != "true":
             break
         _part(widget, "reprofile").click()
         expect(_part(widget, "status")).to_be_visible()
