@@ -51,7 +51,7 @@ LEVEL2_RUNS, LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 3, 9, 30.0,
 # Σ op times may exceed the uninstrumented iteration by this share before the two are taken to
 # describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
 UNTRACKED_TOLERANCE = 0.10
-RECONCILE_ATTEMPTS = 3
+RECONCILE_ATTEMPTS = 6
 
 
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:

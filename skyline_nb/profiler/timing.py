@@ -51,7 +51,7 @@ class Precision:
 # ≥ 2 that agree within AGREE (their iterations are 2–4× longer, each costs 2–4 of the user's,
 # and the time line is fitted over several samples), else a third.
 HEADLINE = Precision(5, 30.0, 300.0, 8)
-SAMPLE = Precision(2, 10.0, 200.0, 5)
+SAMPLE = Precision(2, 40.0, 200.0, 5)
 AGREE = 0.10
 
 

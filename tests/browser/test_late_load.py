@@ -128,7 +128,13 @@ def _keep(notebook, stem: str, facts: dict[str, Any]) -> None:
 def test_a_throughput_drag_edits_a_cell_that_ran_before_load_ext(notebook):  # Lab and NB 7
     cells = {"providers": PROVIDERS, "profile": PROFILE}
     widget = _profiled(notebook, "late-load", cells)
-    facts = _kernel_value(notebook, REPORT_FACTS)
+    # A kernel starved for seconds (chromium and the server on the same 2 cores) can give
+    # samples too scattered to trust: the widget says so and offers Re-profile, which a user
+    # would click; so does this test (_ready: up to 4 times). The first profile's numbers are
+    # kept in the artifacts either way.
+    first = _kernel_value(notebook, REPORT_FACTS)
+    _ready(widget, MEASURED)
+    facts = {**_kernel_value(notebook, REPORT_FACTS), "first_profile": first}
 
     before, after = _drag_up_and_off(notebook, widget, facts)
     assert after == before, f"showed {before} at the release, then {after}; report: {facts}"

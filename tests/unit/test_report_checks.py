@@ -78,7 +78,16 @@ def test_slightly_negative_untracked_time_is_noise_and_more_is_not() -> None:
 def test_iterations_under_a_fifth_of_a_millisecond_allow_fifty_microseconds() -> None:
     report = sample_report(with_models=False)
     report.iteration_ms = 0.1
-    assert untracked_floor(report) == -0.05
+    ops = sum(node.kind == "op" for node in report.tree.walk())
+    assert untracked_floor(report) == -max(0.05, 0.008 * ops)
+
+
+def test_the_dispatch_cost_of_many_tiny_ops_is_noise_too() -> None:
+    """18 op nodes (the issue's MLP) allow 144 µs below a 0.3 ms iteration, not only 75 µs."""
+    report = sample_report(with_models=False)
+    report.iteration_ms = 0.3
+    ops = sum(node.kind == "op" for node in report.tree.walk())
+    assert untracked_floor(report) == pytest.approx(-max(0.075, 0.008 * ops))
 
 
 # ---- the tree ---------------------------------------------------------------------------------
