@@ -88,25 +88,15 @@ class Timing:
         return statistics.median(quiet if len(quiet) >= enough else self.ms)
 
 
-def time_steps(
-    step: Callable[[], Any],
-    device: Device,
-    precision: Precision,
-    timing: Timing | None = None,
-) -> Timing:
-    """Step and time single iterations until ``precision`` is met or its patience runs out.
-
-    ``timing`` continues a timing that already holds iterations (e.g. one timed elsewhere).
-    """
-    timing = timing if timing is not None else Timing()
-    return time_alternating([(None, step)], device, precision, [timing])[0]
+def time_steps(step: Callable[[], Any], device: Device, precision: Precision) -> Timing:
+    """Step and time single iterations until ``precision`` is met or its patience runs out."""
+    return time_alternating([(None, step)], device, precision)[0]
 
 
 def time_alternating(
     runs: list[tuple[Callable[[], None] | None, Callable[[], Any]]],
     device: Device,
     precision: Precision,
-    timings: list[Timing] | None = None,
 ) -> list[Timing]:
     """Chunks of each run in turn — ``(prepare, step)``: ``prepare()`` (e.g. switch inputs),
     then timed steps — until the first run's timing meets ``precision`` or its patience runs
@@ -114,7 +104,7 @@ def time_alternating(
     machine whose speed drifts (other work, clock changes), so their ratio holds even when the
     absolute times move by 20 % between seconds.
     """
-    timings = timings if timings is not None else [Timing() for _ in runs]
+    timings = [Timing() for _ in runs]
     main = timings[0]
     while not main.settled(precision):
         if main.ms and sum(main.ms) >= _patience(precision, statistics.median(main.ms)):

@@ -13,7 +13,7 @@ import pytest
 from scripted_chunks import script_chunks
 
 from skyline_nb.profiler.device import resolve_device
-from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Timing, time_steps
+from skyline_nb.profiler.timing import HEADLINE, SAMPLE, time_steps
 
 
 def _steps() -> tuple[list[int], object]:
@@ -72,30 +72,16 @@ def test_a_machine_busy_throughout_ends_within_the_patience() -> None:
     assert result.result(HEADLINE) == pytest.approx(statistics.median(result.ms))
 
 
-def test_a_sample_settles_on_two_quiet_iterations_that_agree() -> None:
+@pytest.mark.parametrize("chunks", [
+    [(90.0, 0.4), (60.0, 0.0), (62.0, 0.0)],  # a waited one, then two quiet ones that agree
+    [(60.0, 0.0), (70.0, 0.0), (61.0, 0.0)],  # two that disagree: a third is taken
+])
+def test_a_sample_settles_on_quiet_iterations_that_agree(chunks) -> None:
     _, step = _steps()
     with pytest.MonkeyPatch.context() as mp:
-        sizes = script_chunks(mp, [(90.0, 0.4), (60.0, 0.0), (62.0, 0.0)])
+        sizes = script_chunks(mp, chunks)
         result = time_steps(step, resolve_device("cpu"), SAMPLE)
     assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
-
-
-def test_two_sample_iterations_that_disagree_take_a_third() -> None:
-    _, step = _steps()
-    with pytest.MonkeyPatch.context() as mp:
-        sizes = script_chunks(mp, [(60.0, 0.0), (70.0, 0.0), (61.0, 0.0)])
-        result = time_steps(step, resolve_device("cpu"), SAMPLE)
-    assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
-
-
-def test_a_timing_can_be_continued() -> None:
-    _, step = _steps()
-    with pytest.MonkeyPatch.context() as mp:
-        script_chunks(mp, [(10.0, 0.0)])
-        earlier = Timing()
-        earlier.add([10.0, 10.0], waited=False)
-        result = time_steps(step, resolve_device("cpu"), HEADLINE, earlier)
-    assert result is earlier and len(result.ms) == 5
 
 
 def test_real_iterations_are_timed_one_by_one() -> None:
