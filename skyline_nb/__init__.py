@@ -6,9 +6,13 @@ the Python API. Heavy imports (torch, the widget) happen lazily, on first use.
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("skyline-nb")  # pyproject.toml is the one place the version is set
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from skyline_nb.report import Report

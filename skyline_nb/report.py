@@ -213,6 +213,8 @@ class Report:
         """Compact JSON text; written atomically to ``path`` too when given.
 
         NaN and infinity are not JSON: a report holding one is refused, naming the fields.
+        ``skyline_nb.export`` is imported here, when writing, not with this module: the data
+        model imports none of its exporters at module level.
         """
         data = self.to_dict()
         try:
@@ -234,13 +236,19 @@ class Report:
         return cls.from_dict(json.loads(text_or_path))
 
     def to_html(self, path: str | Path, title: str = "Skyline profile") -> Path:
-        """Write one offline page rendering this report with the interactive widget."""
+        """Write one offline page rendering this report with the interactive widget.
+
+        A convenience for ``export.html.save_html``, imported here, not with this module.
+        """
         from skyline_nb.export.html import save_html
 
         return save_html(self.to_dict(), Path(path), title)
 
     def save_sqlite(self, path: str | Path, kind: str = "time", *, overwrite: bool = False) -> Path:
-        """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas)."""
+        """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas).
+
+        A convenience for ``export.sqlite.save_report``, imported here, not with this module.
+        """
         from skyline_nb.export.sqlite import save_report
 
         return save_report(self, Path(path), kind, overwrite=overwrite)

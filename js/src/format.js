@@ -1,7 +1,8 @@
 // The one place where numbers become text. The report keeps raw units (ms as floats, bytes as
 // integers); every label, tooltip and aria text in the widget goes through these functions so
 // the same quantity always reads the same way. Output is locale-independent on purpose: tests
-// and screenshots must not depend on the browser's language.
+// and screenshots must not depend on the browser's language. Python's views print the same text
+// (skyline_nb/export/units.py); tests/fixtures/format_cases.json holds the cases both check.
 
 const MINUS = "\u2212"; // a real minus sign: negative untracked values must be visible as such
 const EMPTY = "\u2014"; // em dash for "no value"

@@ -1,53 +1,30 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import { formatBytes, formatFrame, formatInt, formatMs, formatPercent, formatThroughput } from "../src/format.js";
+import { fixturePath } from "./helpers.js";
 
-describe("formatMs", () => {
-  test.each([
-    [0, "0 ms"],
-    [0.000512, "0.512 \u00b5s"],
-    [0.85, "850 \u00b5s"],
-    [1, "1 ms"],
-    [1.234, "1.23 ms"],
-    [12.345, "12.3 ms"],
-    [123.45, "123 ms"],
-    [999.6, "1000 ms"],
-    [1234, "1.23 s"],
-    [-0.24, "\u2212240 \u00b5s"],
-    [-12.5, "\u221212.5 ms"],
-  ])("%s ms -> %s", (ms, text) => expect(formatMs(ms)).toBe(text));
+// Python's skyline_nb/export/units.py must print the same: tests/fixtures/format_cases.json
+// holds the cases both test suites check (tests/unit/test_format.py).
+const CASES = JSON.parse(readFileSync(fixturePath("format_cases.json"), "utf8"));
+const FORMATTERS = { ms: formatMs, bytes: formatBytes, throughput: formatThroughput };
+// JSON cannot hold non-finite numbers; the fixture writes them as strings.
+const SPECIAL = { NaN, Infinity, "-Infinity": -Infinity };
+const decode = (v) => (typeof v === "string" ? SPECIAL[v] : v);
 
-  test("missing values read as a dash, not NaN", () => {
-    expect(formatMs(null)).toBe("\u2014");
+describe("formatMs, formatBytes and formatThroughput agree with Python (format_cases.json)", () => {
+  test("the fixture names exactly these formatters", () => {
+    expect(Object.keys(CASES).filter((k) => k !== "about").sort()).toEqual(Object.keys(FORMATTERS).sort());
+  });
+  for (const [kind, format] of Object.entries(FORMATTERS)) {
+    test.each(CASES[kind])(`${kind}: %s -> %s`, (value, text) => expect(format(decode(value))).toBe(text));
+  }
+
+  test("undefined reads as a dash, as null does", () => {
     expect(formatMs(undefined)).toBe("\u2014");
-    expect(formatMs(NaN)).toBe("\u2014");
   });
 });
 
-describe("formatBytes (IEC)", () => {
-  test.each([
-    [0, "0 B"],
-    [1023, "1023 B"],
-    [1024, "1 KiB"],
-    [1536, "1.50 KiB"],
-    [1048575, "1 MiB"], // 1023.999 KiB rounds up and is promoted to the next unit
-    [3_840_000, "3.66 MiB"],
-    [8 * 2 ** 30, "8 GiB"],
-    [42949672960, "40 GiB"],
-    [2 ** 50, "1 PiB"],
-    [-256, "\u2212256 B"],
-    [-5 * 2 ** 20, "\u22125 MiB"],
-  ])("%s bytes -> %s", (bytes, text) => expect(formatBytes(bytes)).toBe(text));
-});
-
-describe("formatThroughput, formatPercent, formatInt", () => {
-  test.each([
-    [17391.304, "17,391 samples/s"],
-    [467.6, "468 samples/s"],
-    [98.76, "98.8 samples/s"],
-    [1.234, "1.23 samples/s"],
-    [Infinity, "\u221e samples/s"],
-  ])("throughput %s -> %s", (v, text) => expect(formatThroughput(v)).toBe(text));
-
+describe("formatPercent, formatInt", () => {
   test.each([
     [0, "0.0%"],
     [0.0004, "<0.1%"],

@@ -2,11 +2,11 @@
 
 A timed block is worth its number only when the process had the cores it asked for. Linux
 counts, per thread, the time it was runnable but waiting on a run queue (the second field of
-``/proc/self/task/<tid>/schedstat``, in ns). Summed over the threads across a block, it was at
-most 0.3 % of the block for the CNN at batch 32 on 2 cores when the machine was quiet, and
-24–84 % of it for every iteration that another process (spinning 50–400 ms at a time on one
-core) stretched from 37 ms to 50–204 ms (``benchmarks/cpu_wait.py``). So a block whose threads
-waited is set aside by ``iteration.measure_level1`` instead of being averaged in.
+``/proc/self/task/<tid>/schedstat``, in ns). Summed over the threads across a block, it stays a
+tiny share of a block the process ran alone and a large share of one another process stretched,
+so a timed block (``timing.py``) or instrumented run (``session.py``) whose threads waited more
+than ``timing.QUIET_WAIT`` of it is set aside instead of being averaged in. The evidence:
+``python benchmarks/load.py --blocks``, in BENCHMARKS.md ("Load").
 
 Where the counter does not exist (macOS, Windows, a kernel without schedstats) ``waited_ns``
 returns None and every block counts, as it would without this module.

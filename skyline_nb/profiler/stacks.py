@@ -1,31 +1,62 @@
-"""Source locations in the USER's code: notebook cells (via ``cells.py``) or project files.
+"""Source locations in the USER's code: notebook cells or project files.
 
 A profile is only useful if each op links to a line the user wrote, not to torch internals.
 Frames are collected by walking ``sys._getframe`` (``inspect.stack`` and ``traceback`` build
-line caches and are about 10× dearer, which matters at one walk per aten op). Whether a file
-is the user's is decided once per file name and cached.
+line caches and cost far more, at one walk per aten op). Whether a file is the user's is
+decided once per file name and cached.
 
-User code is: a registered notebook cell, or a file under the project root that is not part of
-torch, the standard library, an installed package, or the profiler itself (skyline_nb's own
-``examples`` count as user code so they can be profiled as such).
+User code is: a notebook cell, as the caller's ``CellLookup`` knows them (the profiler knows
+nothing of notebooks; the notebook side hands it ``cells.lookup``), or a file that
+``is_user_file`` accepts under the project root.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
+from typing import Protocol
 
 import torch
 
-from skyline_nb import cells
 from skyline_nb.report import Frame, SourceFile
 
 MAX_FRAMES = 16
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _EXAMPLES_DIR = _PACKAGE_DIR / "examples"
+
+
+class Cell(Protocol):
+    """What the profiler needs of a notebook cell that code was compiled from."""
+
+    @property
+    def cell_id(self) -> str | None: ...
+
+    def cell_line(self, code_line: int) -> int:
+        """The line in the cell, as the user sees it, of ``code_line`` of the compiled code."""
+
+    def display_source(self) -> str:
+        """The cell's text, as ``cell_line`` numbers it."""
+
+
+CellLookup = Callable[[str], Cell | None]
+"""Code file name (``co_filename``) -> the cell it was compiled from, or None."""
+
+
+def _registry_lookup(filename: str) -> Cell | None:
+    """The notebook's cell registry, for callers that pass no ``CellLookup``.
+
+    Transitional: the profiler must not import the notebook side. Once ``session.profile``
+    passes on the ``cells`` it is given (the magic gives ``cells.lookup``), this goes, and no
+    ``CellLookup`` means no cells.
+    """
+    from skyline_nb import cells
+
+    return cells.lookup(filename)
 
 
 _PROFILER_DIR = str(Path(__file__).resolve().parent) + os.sep
@@ -39,13 +70,39 @@ def _is_profiler(filename: str) -> bool:
     return known
 
 
-def _excluded_roots() -> list[str]:
+@functools.cache
+def _excluded_roots() -> tuple[str, ...]:
     roots = {str(Path(torch.__file__).resolve().parent), str(_PACKAGE_DIR)}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(key)
         if path:
             roots.add(str(Path(path).resolve()))
-    return sorted(roots)
+    return tuple(sorted(roots))
+
+
+def is_user_file(filename: str, project_root: Path | None = None) -> bool:
+    """Whether ``filename`` is a file of the user's own code.
+
+    It is when it names a real path (not ``<string>``), lies under ``project_root`` (anywhere
+    when None), and is not part of torch, the standard library, an installed package or
+    skyline_nb; skyline_nb's own ``examples`` count as the user's, so they can be profiled as
+    such. Notebook cells are decided by a ``CellLookup``, not here.
+    """
+    if filename.startswith("<"):
+        return False
+    path = Path(filename).resolve()
+    text = str(path)
+    if not path.is_relative_to(_EXAMPLES_DIR) and any(
+        text == root or text.startswith(root + os.sep) for root in _excluded_roots()
+    ):
+        return False
+    if "site-packages" in path.parts or "dist-packages" in path.parts:
+        return False
+    return project_root is None or path.is_relative_to(project_root.resolve())
+
+
+# (display file, cell id, cell) of a user file; the cell is None for project files.
+_Classified = tuple[str, str | None, Cell | None]
 
 
 class UserCode:
@@ -53,19 +110,24 @@ class UserCode:
 
     Example usage::
 
-        user = UserCode(project_root=Path("."))
+        user = UserCode(project_root=Path("."), cells=cells.lookup)
         frames = user.capture()   # user frames of the caller, closest first
         user.sources()            # SourceFile for each file/cell those frames touched
     """
 
-    def __init__(self, project_root: str | Path | None) -> None:
+    def __init__(self, project_root: str | Path | None, cells: CellLookup | None = None) -> None:
+        """``project_root`` None: only cells are the user's."""
         self.project_root = Path(project_root).resolve() if project_root is not None else None
-        self._excluded = _excluded_roots()
-        self._cache: dict[str, tuple[str, str | None, cells.CellEntry | None] | None] = {}
-        self._touched: dict[str, tuple[str, str | None, cells.CellEntry | None]] = {}
+        self._cells = cells or _registry_lookup
+        self._cache: dict[str, _Classified | None] = {}
+        self._touched: dict[str, _Classified] = {}
 
     # ---- classification -------------------------------------------------------------------
-    def classify(self, filename: str) -> tuple[str, str | None, cells.CellEntry | None] | None:
+    def cell_of(self, filename: str) -> Cell | None:
+        """The notebook cell ``filename`` was compiled from, if any."""
+        return self._cells(filename)
+
+    def classify(self, filename: str) -> _Classified | None:
         """(display file, cell id, cell entry) for a user file, None for anything else."""
         try:
             return self._cache[filename]
@@ -75,24 +137,13 @@ class UserCode:
         self._cache[filename] = result
         return result
 
-    def _classify(self, filename: str) -> tuple[str, str | None, cells.CellEntry | None] | None:
-        entry = cells.lookup(filename)
+    def _classify(self, filename: str) -> _Classified | None:
+        entry = self.cell_of(filename)
         if entry is not None:
             return filename, entry.cell_id, entry
-        if filename.startswith("<") or self.project_root is None:
+        if self.project_root is None or not is_user_file(filename, self.project_root):
             return None
-        path = Path(filename).resolve()
-        text = str(path)
-        in_examples = path.is_relative_to(_EXAMPLES_DIR)
-        if not in_examples and any(
-            text == root or text.startswith(root + os.sep) for root in self._excluded
-        ):
-            return None
-        if "site-packages" in path.parts or "dist-packages" in path.parts:
-            return None
-        if not path.is_relative_to(self.project_root):
-            return None
-        return path.relative_to(self.project_root).as_posix(), None, None
+        return Path(filename).resolve().relative_to(self.project_root).as_posix(), None, None
 
     def frame_of(self, filename: str, line: int) -> Frame | None:
         info = self.classify(filename)
@@ -134,7 +185,7 @@ class UserCode:
         code = getattr(function, "__code__", None)
         if code is None:
             return repr(function)
-        entry = cells.lookup(code.co_filename)
+        entry = self.cell_of(code.co_filename)
         if entry is not None:
             return f"cell {entry.cell_id or '?'}, line {entry.cell_line(code.co_firstlineno)}"
         return f"{code.co_filename}, line {code.co_firstlineno}"
@@ -160,10 +211,10 @@ class UserCode:
         return result
 
 
-def default_project_root(function: object) -> Path:
+def default_project_root(function: object, cells: CellLookup | None = None) -> Path:
     """The folder of the file defining ``function``; the working folder for cells/other code."""
     code = getattr(function, "__code__", None)
-    if code is not None and cells.lookup(code.co_filename) is None:
+    if code is not None and (cells or _registry_lookup)(code.co_filename) is None:
         path = Path(code.co_filename)
         if path.is_file():
             return path.resolve().parent

@@ -9,7 +9,6 @@ from IPython.testing.globalipapp import start_ipython
 
 import skyline_nb
 from skyline_nb import cells
-from skyline_nb.magic import parse_size
 
 PROVIDERS = '''import torch
 from torch import nn
@@ -150,17 +149,13 @@ def test_export_by_suffix(ip, tmp_path):
     assert isinstance(result.error_in_exec, UsageError)
 
 
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [("8GiB", 8 * 2**30), ("512MB", 512 * 10**6), ("1000", 1000), ("1.5 kib", 1536)],
-)
-def test_parse_size(text, size):
-    assert parse_size(text) == size
-
-
-def test_parse_size_rejects_garbage():
-    with pytest.raises(UsageError, match="8GiB"):
-        parse_size("lots")
+def test_usage_errors_come_before_any_profiling(ip, tmp_path):
+    run(ip, PROVIDERS, "cell-r")
+    before = skyline_nb.last_report()
+    for line, message in [("--memory-budget lots", "8GiB"), (f"-o {tmp_path / 'x.txt'}", ".json")]:
+        result = run(ip, f"%%skyline --no-predict {line}\nran = True\n", "cell-s")
+        assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
+        assert "ran" not in ip.user_ns and skyline_nb.last_report() is before
 
 
 def test_live_widget_answers_ping_and_locate(ip):

@@ -20,8 +20,9 @@ import pytest
 from sample_reports import sample_report
 
 import skyline_nb
-from skyline_nb.cli import main, parse_size
-from skyline_nb.report import Report
+from skyline_nb.cli import main
+from skyline_nb.entry import UsageError, export, export_kind, find_providers, parse_size
+from skyline_nb.report import SCHEMA_VERSION, Report
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -97,6 +98,46 @@ def test_parse_size_rejects(text: str, capsys: pytest.CaptureFixture[str], tmp_p
     )
     assert code == 2
     assert "--memory-budget" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text", ["lots", "0", "1e9"])
+def test_parse_size_raises_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError, match=r"8GiB|at least one byte"):
+        parse_size(text)
+
+
+# ---- what the magic shares: provider lookup and export by suffix --------------------------
+def test_find_providers_by_skyline_or_deepview_name_or_by_the_names_given() -> None:
+    def model() -> None: ...
+    def inputs() -> None: ...
+    def step() -> None: ...
+
+    namespace = {"skyline_model_provider": model, "deepview_input_provider": inputs,
+                 "my_step": step, "skyline_iteration_provider": model}
+    assert find_providers(namespace, where="x") == (model, inputs, model)
+    assert find_providers(namespace, {"iteration": "my_step"}, where="x") == (model, inputs, step)
+    with pytest.raises(UsageError, match=r"^x does not define other_model, skyline_input"):
+        find_providers({"my_step": step}, {"model": "other_model"}, where="x")
+    with pytest.raises(UsageError, match=r"^x: my_step is a int, not a function$"):
+        find_providers({**namespace, "my_step": 3}, {"iteration": "my_step"}, where="x")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("t.sqlite", "time"), ("R.Memory.SQLite", "memory"), ("r.json", "json"), ("p.html", "html")],
+)
+def test_export_by_suffix(tmp_path: Path, name: str, kind: str) -> None:
+    path = tmp_path / name
+    assert export_kind(path) == kind
+    assert export(sample_report(), path, overwrite=False) == path and path.stat().st_size > 0
+    with pytest.raises(FileExistsError):
+        export(sample_report(), path, overwrite=False)
+    export(sample_report(), path, overwrite=True)
+
+
+def test_export_refuses_other_names(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match=r"\.sqlite, \.memory\.sqlite, \.json or \.html"):
+        export_kind(tmp_path / "report.txt")
 
 
 # ---- usage errors: exit 2, one message, no traceback ---------------------------------------
@@ -361,7 +402,7 @@ def test_profile_writes_json_predicts_and_force_overwrites(
     assert recorder.calls[0][1]["memory_budget"] == 8 << 30
     assert _run([*argv, "--force", "--no-predict"], capsys)[0] == 0
     assert recorder.calls[1][1]["predict"] is False
-    assert json.loads(output.read_text())["schema_version"] == 1
+    assert json.loads(output.read_text())["schema_version"] == SCHEMA_VERSION
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry.py", "report.json"]
 
 

@@ -1,0 +1,96 @@
+"""The body of a ``%%skyline`` cell, run so that its functions map to the cell's own lines.
+
+IPython hands a cell magic its body alone. The whole cell as typed is in the ``cells`` registry
+(the ``pre_run_cell`` hook saw it); the body is run as its own code and registered with the
+line the body starts on, so frames and the batch-size literal point into the cell as the user
+sees it. A batch size dragged in this cell's widget that no front-end path could write into the
+cell (fallback (c) of DESIGN) is written in here, through ``source.rewrite_batch_size``: the one
+place where ``set_next_input(replace=True)`` rewrites the right cell, the one being run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from skyline_nb import cells
+from skyline_nb import source as source_edit
+from skyline_nb.live import LiveProfile, SourceCell
+
+MAGIC = "%%skyline"
+
+
+def run_body(shell: Any, body: str, by_cell: Mapping[str, LiveProfile]) -> SourceCell | None:
+    """Run ``body`` (after any pending edit) and register it; None when it failed to run.
+
+    ``by_cell`` maps a cell id to the live profile that cell's last run made.
+    """
+    entries = cells.entries()
+    outer = entries[-1] if entries else None
+    full = outer.cell_source if outer is not None and outer.cell_source else None
+    if full is None or not full.lstrip().startswith(MAGIC):
+        full = f"{MAGIC}\n{body}"
+    cell_id = (outer.cell_id if outer is not None else None) or _current_cell_id(shell)
+    prefix = _magic_prefix(full, body)
+    previous = by_cell.get(cell_id) if cell_id else None
+    if previous is not None:
+        edited = pending_edit(previous, full, prefix)
+        if edited is not None:
+            shell.set_next_input(edited, replace=True)
+            full = edited
+    body = _with_newline(full)[len(prefix):]
+    if not shell.run_cell(body, store_history=False).success:
+        return None
+    transformed = shell.transform_cell(body)
+    found = next((e for e in reversed(cells.entries()) if e.source == transformed), None)
+    if found is None:
+        return None
+    magic_lines = prefix.count("\n")  # lines up to and including the %%skyline line
+    first = magic_lines + 1 + cells.leading_blank_lines(body) - cells.leading_blank_lines(
+        transformed)
+    cells.register(found.code_name, cell_id, transformed, first_line=first, cell_source=full)
+    return SourceCell(cell_id, full, found.code_name)
+
+
+def pending_edit(previous: LiveProfile, full: str, prefix: str) -> str | None:
+    """``full`` with the batch size dragged in ``previous``'s widget written in, or None.
+
+    None when nothing was dragged, or the literal no longer holds the profiled value (a hand
+    edit wins over a drag), or is gone or ambiguous, or lies in ``prefix`` (the magic's line).
+    """
+    report = previous.report
+    wanted = previous.widget.selected_batch_size
+    if report is None or wanted is None or wanted == report.batch_size:
+        return None
+    try:
+        edited = source_edit.rewrite_batch_size(
+            full, wanted, variable=previous.request.batch_size_var,
+            expected_value=report.batch_size)
+    except source_edit.SourceEditRefused:
+        return None
+    return edited if _with_newline(edited).startswith(prefix) else None
+
+
+def _with_newline(text: str) -> str:
+    return text if text.endswith("\n") else text + "\n"
+
+
+def _magic_prefix(full: str, body: str) -> str:
+    """The cell text up to and including the ``%%skyline`` line.
+
+    IPython hands the magic a body that always ends with a newline, while the cell as typed
+    (``full``) usually does not: compare with the newline added, or every line is off by one.
+    """
+    whole = _with_newline(full)
+    if body and whole.endswith(body):
+        return whole[: len(whole) - len(body)]
+    first, _, _ = whole.partition("\n")
+    return first + "\n"
+
+
+def _current_cell_id(shell: Any) -> str | None:
+    kernel = getattr(shell, "kernel", None)
+    try:
+        return kernel.get_parent()["metadata"].get("cellId") if kernel is not None else None
+    except (AttributeError, KeyError, TypeError):
+        return None

@@ -1,0 +1,113 @@
+"""What the ``%skyline`` magic and the ``skyline-nb`` command line share.
+
+Both take the three providers from a namespace (the notebook's, or ENTRY's after it ran), sizes
+such as ``8GiB``, and an output file whose name says what to write. Each rule lives here once;
+each front end turns :class:`UsageError` into its own refusal (IPython's ``UsageError``, exit
+code 2). Which code counts as the user's is the profiler's rule, ``profiler.stacks.is_user_file``.
+Nothing here imports IPython or torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skyline_nb.report import Report
+
+# Skyline's names, then those of its successor DeepView: skyline_model_provider, ...
+PREFIXES = ("skyline_", "deepview_")
+ROLES = ("model", "input", "iteration")
+# Checked in order: the first suffix the file name ends with decides the format.
+EXPORT_KINDS = {".memory.sqlite": "memory", ".sqlite": "time", ".json": "json", ".html": "html"}
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
+    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+}  # fmt: skip
+
+Providers = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
+
+
+class UsageError(Exception):
+    """The magic or the command line was called wrongly: a provider, a size or an output name."""
+
+
+def find_providers(
+    namespace: Mapping[str, Any], names: Mapping[str, str | None] | None = None, *, where: str
+) -> Providers:
+    """The model, input and iteration providers in ``namespace``, in that order.
+
+    A role given a name in ``names`` (keys ``model``, ``input``, ``iteration``) is looked up under
+    that name alone; any other as ``skyline_<role>_provider``, then ``deepview_<role>_provider``.
+    Raises UsageError, prefixed with ``where``, naming every missing provider, or the first found
+    that is not callable.
+    """
+    names = names or {}
+    found, missing = [], []
+    for role in ROLES:
+        given = names.get(role)
+        candidates = [given] if given else [f"{prefix}{role}_provider" for prefix in PREFIXES]
+        name = next((n for n in candidates if n in namespace), None)
+        if name is None:
+            missing.append(" or ".join(candidates))
+        elif not callable(namespace[name]):
+            kind = type(namespace[name]).__name__
+            raise UsageError(f"{where}: {name} is a {kind}, not a function")
+        else:
+            found.append(namespace[name])
+    if missing:
+        raise UsageError(f"{where} does not define {', '.join(missing)}")
+    return found[0], found[1], found[2]
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '8GiB', '512MB', '1.5G' or '1000000'; UsageError for anything else.
+
+    KB/MB/GB/TB are decimal, KiB/MiB/GiB/TiB binary; a bare K/M/G/T is binary, as in
+    ``docker -m 512m`` and in how GPU memory is usually quoted. Case does not matter.
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _SIZE_UNITS:
+        raise UsageError(
+            f"invalid size {text!r}; use a number of bytes with an optional unit, "
+            "like 8GiB, 512MB or 1.5G"
+        )
+    size = round(float(match.group(1)) * _SIZE_UNITS[unit])
+    if size < 1:
+        raise UsageError(f"size {text!r} must be at least one byte")
+    return size
+
+
+def export_kind(path: Path) -> str:
+    """'time', 'memory', 'json' or 'html' by the file name (see ``EXPORT_KINDS``)."""
+    name = path.name.lower()
+    kind = next((k for suffix, k in EXPORT_KINDS.items() if name.endswith(suffix)), None)
+    if kind is None:
+        raise UsageError(f"{path}: use a .sqlite, .memory.sqlite, .json or .html file name")
+    return kind
+
+
+def export(report: Report, path: Path, kind: str | None = None, *, overwrite: bool) -> Path:
+    """Write ``report`` to ``path`` as ``kind`` (default: ``export_kind(path)``).
+
+    Kinds: Skyline's ``time`` or ``memory`` SQLite report, the versioned ``json``, the offline
+    ``html`` page. Raises FileExistsError when ``path`` exists and ``overwrite`` is false.
+    """
+    kind = kind or export_kind(path)
+    if kind == "json":
+        report.to_json(path, overwrite=overwrite)
+        return path
+    if kind == "html":
+        from skyline_nb.export import refuse_existing
+        from skyline_nb.export.html import save_html
+
+        refuse_existing(path, overwrite)
+        return save_html(report.to_dict(), path)
+    from skyline_nb.export.sqlite import save_report
+
+    return save_report(report, path, kind, overwrite=overwrite)
