@@ -17,11 +17,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skyline_nb.categories import Categories, NodeKind
 from skyline_nb.models.linear import PerformanceModels
 
-SCHEMA_VERSION = 1
-
-NODE_KINDS = ("root", "module", "op", "optimizer", "untracked")
+SCHEMA_VERSION = 2
+# Layouts ``from_dict`` still reads: 1 held the categories as bytes by key, without descriptors.
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
 
 
 class ReportFormatError(ValueError):
@@ -55,7 +56,7 @@ class Node:
     id: int
     name: str
     path: str
-    kind: str
+    kind: str  # a NodeKind
     forward_ms: float = 0.0
     backward_ms: float | None = None
     activation_bytes: int = 0
@@ -148,7 +149,7 @@ class Report:
     device: DeviceInfo
     tree: Node
     weights: list[WeightEntry] = field(default_factory=list)
-    categories: dict[str, int] = field(default_factory=dict)
+    categories: Categories = field(default_factory=Categories.of)  # memory at the peak
     samples: list[Sample] = field(default_factory=list)
     models: PerformanceModels | None = None
     sources: list[SourceFile] = field(default_factory=list)
@@ -163,6 +164,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; ``Report.from_dict(r.to_dict()) == r``."""
         data = asdict(self)
+        data["categories"] = self.categories.to_json()
         data["models"] = self.models.to_dict() if self.models is not None else None
         return data
 
@@ -171,10 +173,10 @@ class Report:
         if not isinstance(data, dict):
             raise ReportFormatError(f"a report is a JSON object, not {type(data).__name__}")
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if type(version) is not int or version not in READABLE_VERSIONS:
             raise ReportFormatError(
-                f"report schema_version {version!r} is not {SCHEMA_VERSION}; "
-                "it was written by another version of skyline_nb"
+                f"report schema_version {version!r} is not {SCHEMA_VERSION} (or an earlier "
+                "layout this version reads); it was written by another version of skyline_nb"
             )
         try:
             return cls(
@@ -188,7 +190,7 @@ class Report:
                     WeightEntry(**{**w, "frames": _frames(w.get("frames", []))})
                     for w in data.get("weights", [])
                 ],
-                categories={k: int(v) for k, v in data.get("categories", {}).items()},
+                categories=Categories.from_json(data.get("categories")),
                 samples=[Sample(**s) for s in data.get("samples", [])],
                 models=(
                     PerformanceModels.from_dict(data["models"])
@@ -271,7 +273,7 @@ def _frames(items: list[dict[str, Any]]) -> list[Frame]:
 
 
 def _node_from_dict(data: dict[str, Any]) -> Node:
-    if data.get("kind") not in NODE_KINDS:
+    if data.get("kind") not in set(NodeKind):
         raise ReportFormatError(f"unknown node kind {data.get('kind')!r}")
     return Node(
         id=int(data["id"]),

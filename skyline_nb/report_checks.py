@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+from skyline_nb.categories import NodeKind
 from skyline_nb.export.units import format_bytes, format_ms
 from skyline_nb.models.linear import EXTRAPOLATION_LIMIT, PerformanceModels
 from skyline_nb.report import Node, Report
@@ -51,7 +52,7 @@ def impossible_values(report: Report) -> list[str]:
 def untracked_floor(report: Report) -> float:
     """The most negative untracked time (ms) that is still measurement noise or the known
     dispatch cost of the ops timed one by one (tiny models: 40 ops of a 0.3 ms iteration)."""
-    ops = sum(node.kind == "op" for node in report.tree.walk())
+    ops = sum(node.kind == NodeKind.OP for node in report.tree.walk())
     return -max(UNTRACKED_NOISE_SHARE * report.iteration_ms, UNTRACKED_NOISE_MS,
                 DISPATCH_MS_PER_OP_NODE * ops)
 
@@ -75,7 +76,7 @@ def _headline(report: Report) -> Iterator[str]:
 def _breakdown_total(report: Report) -> float:
     """The time breakdown's root total as the widget draws it (js/src/tree.js)."""
     root = report.tree
-    has_untracked = any(c.kind == "untracked" for c in root.children)
+    has_untracked = any(c.kind == NodeKind.UNTRACKED for c in root.children)
     return root.total_ms + (0.0 if has_untracked else report.untracked_ms)
 
 
@@ -87,7 +88,7 @@ def _tree(report: Report) -> Iterator[str]:
                f"{format_ms(report.iteration_ms)} the header shows")
     floor = untracked_floor(report)
     for node in report.tree.walk():
-        lowest = floor if node.kind == "untracked" else 0.0
+        lowest = floor if node.kind == NodeKind.UNTRACKED else 0.0
         for phase, ms in (("forward", node.forward_ms), ("backward", node.backward_ms or 0.0)):
             if not (math.isfinite(ms) and ms >= lowest):
                 label = node.path or node.name

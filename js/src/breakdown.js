@@ -5,27 +5,53 @@
 // bar as chips instead of being dropped. Hover, double-click and Enter are delegated: one
 // listener per bar, not one per segment (a level can hold hundreds of ops).
 
+import { splitsOverTree } from "./categories.js";
 import { h, setText } from "./dom.js";
 import { cssPercent, fraction } from "./scale.js";
 
 const PALETTE_SIZE = 10;
 const SEGMENT = '[data-skyline="segment"]';
 
-/** Stable colours per node within a level, shared by both bars so a module looks the same. */
-export function assignColors(levels) {
+/**
+ * How each segment of a level is drawn, shared by both bars so a module looks the same in
+ * both: a node that stands for a category (the optimizer, the untracked remainder) and a
+ * category drawn as one segment take that category's colour; every other node a stable
+ * palette colour. The texture is the one of that category, or of the segment's own memory
+ * category (stripes mark weights). Returns s -> {palette: index|null, color, texture}.
+ */
+export function assignStyles(levels, categories) {
+  const byKind = new Map(categories.filter((c) => c.nodeKind).map((c) => [c.nodeKind, c]));
+  const byKey = new Map(categories.map((c) => [c.key, c]));
+  const fixed = (s) => {
+    const own = byKey.get(s.category);
+    return byKind.get(s.kind) ?? (own && !splitsOverTree(own) ? own : null);
+  };
   const colors = new Map();
   for (const level of levels) {
     for (const s of level.segments) {
-      if (s.node && !colors.has(s.path) && s.kind !== "untracked" && s.kind !== "optimizer") {
-        colors.set(s.path, colors.size % PALETTE_SIZE);
-      }
+      if (s.node && !colors.has(s.path) && !fixed(s)) colors.set(s.path, colors.size % PALETTE_SIZE);
     }
   }
   return (s) => {
-    if (s.kind === "untracked") return "sk-untracked";
-    if (s.kind === "optimizer") return "sk-optimizer";
-    return `sk-c${colors.get(s.path) ?? 0}`;
+    const category = fixed(s);
+    return {
+      palette: category ? null : colors.get(s.path) ?? 0,
+      color: category?.color ?? null,
+      texture: (category ?? byKey.get(s.category))?.texture ?? "plain",
+    };
   };
+}
+
+/** The memory legend: one entry per category drawn, in the category's colour and texture. */
+function createLegend(categories) {
+  if (!categories.length) return null;
+  return h("div", { class: "sk-legend", data: { skyline: "legend" }, attrs: { "aria-hidden": "true" } }, categories.map((c) => h("span", {
+    class: "sk-legend-item",
+    text: c.label,
+    data: { category: c.key, texture: c.texture },
+    // Colours of categories split over the tree name modules, so their swatch shows the texture only.
+    style: c.color && !splitsOverTree(c) ? { "--sk-swatch": c.color } : undefined,
+  })));
 }
 
 export function createNav({ signal, onBack, onTop, onCrumb }) {
@@ -57,23 +83,19 @@ export function createNav({ signal, onBack, onTop, onCrumb }) {
 
 /**
  * kind: "time" | "memory". Callbacks get the segment object (from tree.js) and the DOM event:
- * onHover(segment|null, event), onDrill(segment), onSelect(segment) (click).
+ * onHover(segment|null, event), onDrill(segment), onSelect(segment) (click). legend: the
+ * categories (categories.js drawnCategories) the legend names; none for no legend.
  */
-export function createBreakdown({ kind, title, signal, formatValue, onHover, onDrill, canDrill }) {
+export function createBreakdown({ kind, title, signal, formatValue, onHover, onDrill, canDrill, legend = [] }) {
   const totalText = h("span", { class: "sk-breakdown-total" });
   const predictedTag = h("span", { class: "sk-breakdown-tag" });
   const bar = h("div", { class: "sk-stack", attrs: { role: "list" } });
   const negatives = h("div", { class: "sk-negatives" });
-  const legend = kind === "memory" ? h("div", { class: "sk-legend", attrs: { "aria-hidden": "true" } }, [
-    h("span", { class: "sk-legend-item sk-legend-weights", text: "weights + grads" }),
-    h("span", { class: "sk-legend-item sk-legend-activations", text: "activations" }),
-    h("span", { class: "sk-legend-item sk-legend-other", text: "optimizer / untracked" }),
-  ]) : null;
   const el = h("section", { class: `sk-breakdown sk-breakdown-${kind}`, data: { skyline: `breakdown-${kind}` } }, [
     h("div", { class: "sk-breakdown-head" }, [h("span", { class: "sk-breakdown-title", text: title }), totalText, predictedTag]),
     bar,
     negatives,
-    legend,
+    createLegend(legend),
   ]);
 
   let level = { segments: [], total: 0, positive: 0 };
@@ -81,16 +103,18 @@ export function createBreakdown({ kind, title, signal, formatValue, onHover, onD
   const byElement = new WeakMap(); // element -> segment
   let hovered = null;
 
-  function setLevel(next, colorOf) {
+  function setLevel(next, styleOf) {
     level = next;
     elements.clear();
     const inBar = [];
     const outside = [];
     for (const s of level.segments) {
+      const style = styleOf(s);
       const segEl = h("div", {
-        class: `sk-seg ${colorOf(s)} sk-cat-${s.category}${canDrill(s) ? " sk-drillable" : ""}`,
-        data: { skyline: "segment", node: s.path, kind: s.kind, category: s.category },
+        class: `sk-seg${style.palette === null ? "" : ` sk-c${style.palette}`}${canDrill(s) ? " sk-drillable" : ""}`,
+        data: { skyline: "segment", node: s.path, kind: s.kind, category: s.category, texture: style.texture },
         attrs: { role: "listitem", tabindex: 0, "aria-label": s.name },
+        style: style.color ? { "--sk-seg": style.color } : undefined,
       }, [h("span", { class: "sk-seg-label", text: s.name })]);
       elements.set(s.key, segEl);
       byElement.set(segEl, s);
@@ -181,9 +205,5 @@ export function createBreakdown({ kind, title, signal, formatValue, onHover, onD
     setLevel,
     update,
     highlight,
-    get level() {
-      return level;
-    },
-    elementOf: (key) => elements.get(key),
   };
 }

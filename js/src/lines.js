@@ -70,7 +70,8 @@ export function lineStats(node, weights, isRoot) {
 
 /**
  * The lines a breakdown segment comes from (for hover highlighting): the frames of its node and
- * all descendants; for a weights segment, where its parameters were created as well.
+ * all descendants; for a segment of a category held by parameters (weights), where its
+ * parameters were created as well.
  */
 export function segmentLines(segment, weights) {
   const keys = new Set();
@@ -81,7 +82,7 @@ export function segmentLines(segment, weights) {
     for (const key of distinct(n.frames).keys()) keys.add(key);
     stack.push(...(n.children || []));
   }
-  if (segment.category === "weights") {
+  if (segment.spec?.parameterFields.length) {
     for (const w of weights || []) {
       if (ownsParameter(segment.path, w.name, false)) {
         for (const key of distinct(w.frames).keys()) keys.add(key);

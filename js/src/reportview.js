@@ -3,7 +3,8 @@
 
 import { createActions } from "./actions.js";
 import { createBars } from "./bars.js";
-import { assignColors, createBreakdown, createNav } from "./breakdown.js";
+import { assignStyles, createBreakdown, createNav } from "./breakdown.js";
+import { drawnCategories } from "./categories.js";
 import { createCodeView } from "./codeview.js";
 import { h } from "./dom.js";
 import { applyEdit, createEditNotice } from "./edit.js";
@@ -12,12 +13,9 @@ import { segmentLines } from "./lines.js";
 import { Predictor } from "./predict.js";
 import { fraction } from "./scale.js";
 import {
-  applyScale, indexTree, isDrillable, memorySegments, Navigator, nodeLabel, scaleFor, timeSegments,
+  applyScale, indexTree, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, scaleFor, timeSegments,
 } from "./tree.js";
 
-const CATEGORY_NAMES = {
-  weights: "weights + grads", activations: "activations", optimizer: "optimizer state", untracked: "untracked",
-};
 const MAX_FRAMES_SHOWN = 3;
 
 /**
@@ -26,6 +24,7 @@ const MAX_FRAMES_SHOWN = 3;
  */
 export function createReportView({ report, model, el, tooltip, signal, drillPath, initialBatch }) {
   const predictor = new Predictor(report.models);
+  const categories = drawnCategories(report);
   const index = indexTree(report.tree);
   const nav = new Navigator(index);
   if (drillPath) nav.drill(drillPath);
@@ -40,7 +39,10 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const canDrill = (s) => Boolean(s.node) && isDrillable(s.node) && s.node !== nav.current;
   const breakdownOpts = { signal, canDrill, onDrill: (s) => go(() => nav.drill(s.path)) };
   const timeView = createBreakdown({ ...breakdownOpts, kind: "time", title: "Run time", formatValue: formatMs, onHover: (s, e, move) => hover(s, "time", e, move) });
-  const memView = createBreakdown({ ...breakdownOpts, kind: "memory", title: "Memory", formatValue: formatBytes, onHover: (s, e, move) => hover(s, "memory", e, move) });
+  const memView = createBreakdown({
+    ...breakdownOpts, kind: "memory", title: "Memory", formatValue: formatBytes, onHover: (s, e, move) => hover(s, "memory", e, move),
+    legend: categories.filter((c) => c.bytes !== 0),
+  });
   const navView = createNav({
     signal,
     onBack: () => go(() => nav.back()),
@@ -71,9 +73,9 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     levels = { time: timeSegments(report, index, node), memory: memorySegments(report, index, node) };
     applyScale(levels.time, scale);
     applyScale(levels.memory, scale);
-    const colorOf = assignColors([levels.time, levels.memory]);
-    timeView.setLevel(levels.time, colorOf);
-    memView.setLevel(levels.memory, colorOf);
+    const styleOf = assignStyles([levels.time, levels.memory], categories);
+    timeView.setLevel(levels.time, styleOf);
+    memView.setLevel(levels.memory, styleOf);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
     navView.update(nav.crumbs(), nav.atTop);
@@ -152,8 +154,8 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     const level = kind === "time" ? levels.time : levels.memory;
     const format = kind === "time" ? formatMs : formatBytes;
     const where = nodeLabel(nav.current);
-    const title = s.node && s.kind === "module" ? `${s.name} (${s.typeName})` : s.name;
-    const lines = [{ text: kind === "memory" ? `${title} \u2014 ${CATEGORY_NAMES[s.category] || s.category}` : title }];
+    const title = s.node && s.kind === NODE_KIND.MODULE ? `${s.name} (${s.typeName})` : s.name;
+    const lines = [{ text: kind === "memory" ? `${title} \u2014 ${s.spec?.label ?? s.category}` : title }];
     // A share of the drawn bar (the positive segments), so a part is never more than 100 % of
     // the whole even when a negative remainder (listed beside the bar) lowers the total.
     lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.positive))} of ${where}` });
@@ -162,8 +164,10 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
       const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;
       lines.push({ text: `forward ${formatMs(f)} \u00b7 backward ${b === null ? "none" : formatMs(b)}` });
     }
-    if (s.category === "weights" && s.node) {
-      lines.push({ text: `weights ${formatBytes(s.node.weight_bytes || 0)} \u00b7 grads ${formatBytes(s.node.grad_bytes || 0)}` });
+    const parts = s.node && s.spec ? s.spec.members.filter((m) => m.node_field) : [];
+    if (parts.length > 1) {
+      // A segment carrying several categories (weights + grads) says how much is each.
+      lines.push({ text: parts.map((m) => `${m.label} ${formatBytes(Number(s.node[m.node_field]) || 0)}`).join(" \u00b7 ") });
     }
     if (s.value < 0) lines.push({ class: "sk-tooltip-note", text: "negative: the parts measured separately add up to more than the whole" });
     if (s.path && s.node) lines.push({ class: "sk-tooltip-path", text: `${s.kind} ${s.path}` });

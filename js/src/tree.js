@@ -1,15 +1,20 @@
 // The breakdown tree: indexing, drill-down navigation, and the segments of one drill level.
 // Pure data (no DOM) so navigation, sorting, untracked handling and scaling are unit-tested
-// without a browser.
+// without a browser. Memory segments follow the categories the report carries (categories.js).
+
+import { drawnCategories, splitsOverTree } from "./categories.js";
+
+/** Node kinds (NodeKind in skyline_nb/categories.py; a Python test keeps the two equal). */
+export const NODE_KIND = Object.freeze({
+  ROOT: "root", MODULE: "module", OP: "op", OPTIMIZER: "optimizer", UNTRACKED: "untracked",
+});
+
+/** The category of every time segment; memory segments carry their memory category's key. */
+export const TIME = "time";
 
 /** Forward plus backward time of a node (backward_ms is null when nothing ran backward). */
 export function nodeTime(node) {
   return (node.forward_ms || 0) + (node.backward_ms ?? 0);
-}
-
-/** Parameter memory charged to a node: the weights and their gradients. */
-export function nodeWeightBytes(node) {
-  return (node.weight_bytes || 0) + (node.grad_bytes || 0);
 }
 
 /**
@@ -18,7 +23,7 @@ export function nodeWeightBytes(node) {
  * root's class. The class name (node.name) stays available for tooltips.
  */
 export function nodeLabel(node) {
-  if (node.kind !== "module" || !node.path) return node.name || "model";
+  if (node.kind !== NODE_KIND.MODULE || !node.path) return node.name || "model";
   const parts = node.path.split(".");
   const last = parts[parts.length - 1];
   return /^\d+$/.test(last) && parts.length > 1 ? parts.slice(-2).join(".") : last;
@@ -42,7 +47,7 @@ export function indexTree(root) {
 
 /** Modules (and the optimizer phase) with children can be opened; ops are leaves. */
 export function isDrillable(node) {
-  return Boolean(node) && node.kind !== "op" && (node.children || []).length > 0;
+  return Boolean(node) && node.kind !== NODE_KIND.OP && (node.children || []).length > 0;
 }
 
 /** The drill path: a stack from the root to the module being looked at. */
@@ -117,8 +122,8 @@ function segment(node, category, value, extra = {}) {
   };
 }
 
-function synthetic(path, name, kind, category, value) {
-  return segment({ path, name, kind, frames: [] }, category, value, { node: null });
+function synthetic(path, name, kind, category, value, extra = {}) {
+  return segment({ path, name, kind, frames: [] }, category, value, { node: null, ...extra });
 }
 
 /** Largest first; ties keep the tree's order (Array.prototype.sort is stable). */
@@ -137,68 +142,60 @@ const sum = (items, f) => items.reduce((acc, item) => acc + f(item), 0);
  */
 export function timeSegments(report, index, node) {
   const children = node.children || [];
-  const segs = children.filter((c) => nodeTime(c) !== 0).map((c) => segment(c, "time", nodeTime(c)));
+  const segs = children.filter((c) => nodeTime(c) !== 0).map((c) => segment(c, TIME, nodeTime(c)));
   const isRoot = node === index.root;
   if (isRoot) {
     const untracked = Number(report.untracked_ms) || 0;
-    if (untracked !== 0 && !children.some((c) => c.kind === "untracked")) {
-      segs.push(synthetic("(untracked)", "untracked", "untracked", "time", untracked));
+    if (untracked !== 0 && !children.some((c) => c.kind === NODE_KIND.UNTRACKED)) {
+      segs.push(synthetic("(untracked)", "untracked", NODE_KIND.UNTRACKED, TIME, untracked));
     }
   } else {
     const rest = nodeTime(node) - sum(segs, (s) => s.base);
     if (!isNoise(rest, nodeTime(node))) {
-      segs.push(synthetic(`${node.path}#rest`, "unattributed", "untracked", "time", rest));
+      segs.push(synthetic(`${node.path}#rest`, "unattributed", NODE_KIND.UNTRACKED, TIME, rest));
     }
   }
   return finish(sortDescending(segs));
 }
 
 /**
- * The memory segments of one drill level, in three groups shown left to right: weights
- * (parameters + gradients, constant in the batch size), activations (proportional to the batch
- * size), then what is neither: optimizer state and untracked bytes (root only: peak minus
- * everything categorized; may be negative, never clamped). Each group is sorted largest first.
+ * The memory segments of one drill level, drawn from the report's categories in their order:
+ * first one group per category split over the tree (one segment per child holding bytes of
+ * it; bytes the node holds beyond its children, such as a module's own parameters, are its
+ * "(own)" segment), then, at the root only, one segment per other category (the node that
+ * stands for it, such as the optimizer, or a segment of its own), together. Each group is
+ * sorted largest first; negative values (untracked bytes) stay negative, never clamped. At the
+ * root a child that stands for a category is drawn as that category only. A memory segment
+ * carries its drawn category (categories.js) as `spec`.
  */
 export function memorySegments(report, index, node) {
-  const children = node.children || [];
   const isRoot = node === index.root;
-  const weights = children.filter((c) => nodeWeightBytes(c) > 0)
-    .map((c) => segment(c, "weights", nodeWeightBytes(c)));
-  const ownWeights = nodeWeightBytes(node) - sum(weights, (s) => s.base);
-  if (ownWeights > 0) {
-    // Parameters the module holds itself (a leaf Linear's weight): charged to the module.
-    weights.push(segment(node, "weights", ownWeights, { name: `${nodeLabel(node)} (own)` }));
+  const children = node.children || [];
+  const categories = drawnCategories(report);
+  const standing = new Set(categories.map((c) => c.nodeKind).filter(Boolean));
+  const parts = isRoot ? children.filter((c) => !standing.has(c.kind)) : children;
+  const groups = [];
+  const single = [];
+  for (const category of categories) {
+    if (splitsOverTree(category)) groups.push(sortDescending(splitOverTree(category, node, children, parts)));
+    else if (isRoot && category.bytes !== 0) single.push(categorySegment(category, children));
   }
-  // At the root an "untracked" child carries the bytes nobody claimed (its activation_bytes);
-  // they are not activations and do not scale with the batch, so they go to the third group.
-  const untrackedChild = isRoot ? children.find((c) => c.kind === "untracked") : null;
-  const activations = children.filter((c) => c !== untrackedChild && (c.activation_bytes || 0) !== 0)
-    .map((c) => segment(c, "activations", c.activation_bytes));
-  if (!isRoot) {
-    const rest = (node.activation_bytes || 0) - sum(activations, (s) => s.base);
-    if (!isNoise(rest, node.activation_bytes || 0)) {
-      activations.push(synthetic(`${node.path}#rest`, "unattributed", "untracked", "activations", rest));
-    }
-  }
-  const other = [];
-  if (isRoot) {
-    const cat = report.categories || {};
-    const optimizer = Number(cat.optimizer) || 0;
-    if (optimizer !== 0) {
-      const optNode = children.find((c) => c.kind === "optimizer");
-      other.push(optNode ? segment(optNode, "optimizer", optimizer)
-        : synthetic("(optimizer)", "optimizer state", "optimizer", "optimizer", optimizer));
-    }
-    const untracked = cat.untracked !== undefined ? Number(cat.untracked)
-      : untrackedChild ? untrackedChild.activation_bytes || 0
-        : (Number(report.peak_bytes) || 0) - sum(weights, (s) => s.base)
-          - sum(activations, (s) => s.base) - optimizer;
-    if (untracked !== 0) {
-      other.push(untrackedChild ? segment(untrackedChild, "untracked", untracked)
-        : synthetic("(untracked)", "untracked", "untracked", "untracked", untracked));
-    }
-  }
-  return finish([...sortDescending(weights), ...sortDescending(activations), ...sortDescending(other)]);
+  return finish([...groups.flat(), ...sortDescending(single)]);
+}
+
+function splitOverTree(category, node, children, parts) {
+  const bytes = (n) => sum(category.nodeFields, (field) => Number(n[field]) || 0);
+  const extra = { spec: category };
+  const segs = parts.filter((c) => bytes(c) !== 0).map((c) => segment(c, category.key, bytes(c), extra));
+  const own = bytes(node) - sum(children, bytes);
+  if (own !== 0) segs.push(segment(node, category.key, own, { ...extra, name: `${nodeLabel(node)} (own)` }));
+  return segs;
+}
+
+function categorySegment(category, children) {
+  const node = category.nodeKind ? children.find((c) => c.kind === category.nodeKind) : null;
+  return node ? segment(node, category.key, category.bytes, { spec: category })
+    : synthetic(`(${category.key})`, category.label, category.nodeKind, category.key, category.bytes, { spec: category });
 }
 
 function finish(segs) {
@@ -207,10 +204,10 @@ function finish(segs) {
 
 /**
  * How measured values turn into predicted ones at `batch`: times scale with R(x)/iteration_ms
- * (so the root level sums to the model's iteration time), activations with x / measured batch
- * (weights and optimizer state do not depend on the batch), and at the root the untracked bytes
- * are what the memory model predicts beyond everything categorized. At the measured batch size
- * the measurement is shown as is.
+ * (so the root level sums to the model's iteration time), categories that grow with the batch
+ * with x / measured batch (`activationFactor`), the others stay, and the remainder category is
+ * what the memory model predicts beyond all of them. At the measured batch size the
+ * measurement is shown as is.
  */
 export function scaleFor(report, predictor, batch) {
   const measured = Number(report.batch_size);
@@ -231,13 +228,13 @@ export function scaleFor(report, predictor, batch) {
 export function applyScale(level, scale) {
   let others = 0;
   for (const s of level.segments) {
-    if (s.category === "time") s.value = s.base * scale.timeFactor;
-    else if (s.category === "activations") s.value = s.base * scale.activationFactor;
+    if (s.category === TIME) s.value = s.base * scale.timeFactor;
+    else if (s.spec?.growsWithBatch) s.value = s.base * scale.activationFactor;
     else s.value = s.base;
-    if (s.category !== "time" && s.category !== "untracked") others += s.value;
+    if (s.category !== TIME && !s.spec?.remainder) others += s.value;
   }
   for (const s of level.segments) {
-    if (s.category === "untracked" && scale.peakBytes !== null) s.value = scale.peakBytes - others;
+    if (s.spec?.remainder && scale.peakBytes !== null) s.value = scale.peakBytes - others;
   }
   level.total = sum(level.segments, (s) => s.value);
   level.positive = sum(level.segments, (s) => Math.max(0, s.value));

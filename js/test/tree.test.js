@@ -127,7 +127,7 @@ describe("memory segments", () => {
 
   test("negative untracked memory stays negative", () => {
     const report = loadReport("small");
-    report.categories.untracked = -4096;
+    report.categories.find((c) => c.key === "untracked").bytes = -4096;
     const index = indexTree(report.tree);
     const seg = memorySegments(report, index, index.root).segments.find((s) => s.category === "untracked");
     expect(seg.value).toBe(-4096);
@@ -190,7 +190,7 @@ describe("source lines", () => {
   test("segment lines and parameter ownership", () => {
     expect(ownsParameter("fc1", "fc1.weight", false)).toBe(true);
     expect(ownsParameter("fc1", "fc10.weight", false)).toBe(false);
-    const seg = { node: index.byPath.get("fc1"), path: "fc1", category: "weights" };
+    const seg = memorySegments(report, index, index.root).segments.find((s) => s.path === "fc1" && s.category === "weights");
     const keys = segmentLines(seg, report.weights);
     expect(keys.has(lineKey(src.file, lineOf("self.fc1 = nn.Linear")))).toBe(true);
     expect(keys.has(lineKey(src.file, lineOf("return self.fc2(x)")))).toBe(false);

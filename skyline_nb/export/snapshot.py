@@ -5,7 +5,8 @@ cannot run the widget (GitHub, nbconvert — which renders a saved widget view t
 script, i.e. nothing offline — and notebooks reopened without widget state) still show the
 profile. The widget's stylesheet hides the ``.skyline-nb-snapshot`` output wherever the widget
 renders. It needs nothing: no script, no font, no network. Every user string (module names,
-device names) passes through ``html.escape``.
+device names) passes through ``html.escape``. The memory bar draws the categories the report
+carries, each in its own colour and with its own label.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from skyline_nb.categories import Categories, NodeKind
 from skyline_nb.export.units import format_bytes, format_ms
 
 WIDTH = 560
@@ -20,7 +22,9 @@ BAR_H = 18
 # One hue per slot, readable on light and dark backgrounds.
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
            "#ff9da7", "#9c755f", "#bab0ac")
-UNTRACKED = "#9e9e9e"
+
+# (label, value, colour or None for the next palette slot)
+Segment = tuple[str, float, str | None]
 
 
 def snapshot_html(report: dict[str, Any], error: str = "") -> str:
@@ -31,6 +35,7 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
     if not report or "batch_size" not in report:
         return (f'<div class="skyline-nb-snapshot">{problem}'
                 "<div>skyline_nb: no profile yet.</div></div>")
+    categories = Categories.from_json(report.get("categories"))
     parts = [
         '<div class="skyline-nb-snapshot" style="font-family:sans-serif;font-size:13px;'
         f'max-width:{WIDTH}px">',
@@ -40,8 +45,8 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
         _warnings(report),
         problem,
         _key_bars(report),
-        _stacked("Run time", _time_segments(report), format_ms),
-        _stacked("Memory", _memory_segments(report), format_bytes),
+        _stacked("Run time", _time_segments(report, categories), format_ms),
+        _stacked("Memory", _memory_segments(categories), format_bytes),
         "<div style='color:#888'>Static snapshot: open the notebook in JupyterLab with "
         "skyline_nb installed for the interactive widget.</div>",
         "</div>",
@@ -109,11 +114,14 @@ def _memory_top(report: dict[str, Any]) -> tuple[float, str]:
     return capacity, format_bytes(capacity)
 
 
-def _time_segments(report: dict[str, Any]) -> list[tuple[str, float]]:
-    segments = []
+def _time_segments(report: dict[str, Any], categories: Categories) -> list[Segment]:
+    """The root's children; a node that stands for a category (the optimizer, the untracked
+    remainder) takes that category's colour, as in the widget."""
+    colors = {spec.node_kind: spec.color for spec in categories.specs if spec.node_kind}
+    segments: list[Segment] = []
     for child in report["tree"]["children"]:
         total = child["forward_ms"] + (child["backward_ms"] or 0.0)
-        segments.append((_label(child), total))
+        segments.append((_label(child), total, colors.get(child.get("kind"))))
     return segments
 
 
@@ -125,29 +133,27 @@ def _label(node: dict[str, Any]) -> str:
     """
     name = node.get("name") or "model"
     path = node.get("path") or ""
-    if node.get("kind") != "module" or not path:
+    if node.get("kind") != NodeKind.MODULE or not path:
         return name
     parts = path.split(".")
     short = ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
     return name if short == name else f"{short} ({name})"
 
 
-def _memory_segments(report: dict[str, Any]) -> list[tuple[str, float]]:
-    categories = report.get("categories", {})
-    names = ("weights", "grads", "optimizer", "activations", "untracked")
-    return [(name, float(categories.get(name, 0))) for name in names]
+def _memory_segments(categories: Categories) -> list[Segment]:
+    """One segment per category the report carries, in its colour, labelled as it says."""
+    return [(spec.label, float(categories[spec.key]), spec.color) for spec in categories.specs]
 
 
-def _stacked(title: str, segments: list[tuple[str, float]],
-             fmt: Any) -> str:
+def _stacked(title: str, segments: list[Segment], fmt: Any) -> str:
     """A stacked bar, largest first; negative values (untracked) are listed, not drawn."""
     drawn = sorted((s for s in segments if s[1] > 0), key=lambda s: -s[1])
-    total = sum(value for _, value in drawn) or 1.0
+    total = sum(value for _, value, _ in drawn) or 1.0
     x = 0.0
     rects = []
-    for i, (name, value) in enumerate(drawn):
+    for i, (name, value, fixed) in enumerate(drawn):
         width = value / total * WIDTH
-        color = UNTRACKED if name == "untracked" else PALETTE[i % len(PALETTE)]
+        color = escape(fixed or PALETTE[i % len(PALETTE)])
         label = f"{name}: {fmt(value)} ({100 * value / total:.1f} %)"
         rects.append(
             f'<rect x="{x:.1f}" y="0" width="{width:.1f}" height="{BAR_H}" fill="{color}">'
@@ -155,7 +161,7 @@ def _stacked(title: str, segments: list[tuple[str, float]],
         )
         x += width
     legend = " · ".join(
-        f"{escape(name)} {escape(fmt(value))}" for name, value in sorted(
+        f"{escape(name)} {escape(fmt(value))}" for name, value, _ in sorted(
             segments, key=lambda s: -abs(s[1]))[:6]
     )
     return (

@@ -40,6 +40,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from skyline_nb.categories import OPTIMIZER_PATH
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.stacks import UserCode
@@ -128,7 +129,6 @@ class OperationTracker:
         self.module_names: dict[int, str] = {
             id(m): name for name, m in model.named_modules(remove_duplicate=True)
         }
-        self._model_ref = weakref.ref(model)
         self.param_names: dict[int, str] = {
             id(p): name for name, p in model.named_parameters(remove_duplicate=True)
         }
@@ -215,7 +215,7 @@ class OperationTracker:
             self._record_backward(func, node, timer)
             return
         phase = OPTIMIZER if self._optimizer_depth else FORWARD
-        module = "[optimizer]" if phase == OPTIMIZER else (self._stack[-1] if self._stack else "")
+        module = OPTIMIZER_PATH if phase == OPTIMIZER else (self._stack[-1] if self._stack else "")
         name = func.overloadpacket.__name__
         record = OpRecord(
             index=len(self.records),

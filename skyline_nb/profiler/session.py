@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from skyline_nb.categories import Categories, Category
 from skyline_nb.models.linear import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device, resolve_device
@@ -186,13 +187,12 @@ def _instrumented(
         weights.append(WeightEntry(name, size_bytes, grad, frames))
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
-    categories = {
-        "weights": sum(weight_bytes.values()),
-        "grads": sum(grad_bytes.values()),
-        "optimizer": optimizer_state_bytes(optimizers, storage_keys(p for _, p in params)),
-        "activations": saved.total_bytes(),
-    }
-    categories["untracked"] = level1.peak_bytes - sum(categories.values())
+    categories = Categories.at_peak(level1.peak_bytes, {
+        Category.WEIGHTS: sum(weight_bytes.values()),
+        Category.GRADS: sum(grad_bytes.values()),
+        Category.OPTIMIZER: optimizer_state_bytes(optimizers, storage_keys(p for _, p in params)),
+        Category.ACTIVATIONS: saved.total_bytes(),
+    })
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0:

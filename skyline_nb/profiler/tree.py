@@ -22,11 +22,9 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from skyline_nb.categories import OPTIMIZER_PATH, UNTRACKED_PATH, NodeKind
 from skyline_nb.profiler.operations import OPTIMIZER, OperationTracker, OpRecord
 from skyline_nb.report import Frame, Node
-
-OPTIMIZER_PATH = "[optimizer]"
-UNTRACKED_PATH = "[untracked]"
 
 
 @dataclass
@@ -44,21 +42,22 @@ class TreeInputs:
 def build_tree(inputs: TreeInputs) -> Node:
     """The root node of the report's tree (ids assigned depth first, parents first)."""
     model, ops = inputs.model, inputs.ops
-    root = Node(id=0, name=type(model).__name__, path="", kind="root")
+    root = Node(id=0, name=type(model).__name__, path="", kind=NodeKind.ROOT)
     nodes: dict[str, Node] = {"": root}
     first: dict[int, int] = {}  # id(node) -> first op index in its subtree
     for path, module in model.named_modules():
         if not path:
             continue
         frames = ops.module_frames.get(path, [])
-        node = Node(0, type(module).__name__, path, "module", frames=frames)
+        node = Node(0, type(module).__name__, path, NodeKind.MODULE, frames=frames)
         nodes[path] = node
         nodes.get(path.rpartition(".")[0], root).children.append(node)
     for path, class_name in ops.extra_modules.values():
-        node = Node(0, class_name, path, "module", frames=ops.module_frames.get(path, []))
+        node = Node(0, class_name, path, NodeKind.MODULE,
+                    frames=ops.module_frames.get(path, []))
         nodes[path] = node
         root.children.append(node)
-    optimizer = Node(0, inputs.optimizer_name or "optimizer", OPTIMIZER_PATH, "optimizer")
+    optimizer = Node(0, inputs.optimizer_name or "optimizer", OPTIMIZER_PATH, NodeKind.OPTIMIZER)
     nodes[OPTIMIZER_PATH] = optimizer
 
     ops_ms = ops.ops_ms()
@@ -72,7 +71,7 @@ def build_tree(inputs: TreeInputs) -> Node:
     if optimizer.children:
         root.children.append(optimizer)
     untracked_ms = 0.0 if scaled else inputs.untracked_ms
-    untracked = Node(0, "untracked", UNTRACKED_PATH, "untracked", forward_ms=untracked_ms)
+    untracked = Node(0, "untracked", UNTRACKED_PATH, NodeKind.UNTRACKED, forward_ms=untracked_ms)
     untracked.activation_bytes = inputs.activation_by_op.get(None, 0)
     root.children.append(untracked)
     first[id(untracked)] = len(ops.records) + 1
@@ -96,7 +95,7 @@ def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
         0,
         name,
         path,
-        "op",
+        NodeKind.OP,
         forward_ms=record.forward_ms * share,
         backward_ms=None if record.backward_ms is None else record.backward_ms * share,
         activation_bytes=inputs.activation_by_op.get(record.index, 0),
@@ -114,7 +113,7 @@ def _own_weights(nodes: dict[str, Node], inputs: TreeInputs) -> None:
 
 def _sum_up(node: Node, first: dict[int, int]) -> int | None:
     """Post-order: sums children into ``node``, orders them, returns the subtree's first op."""
-    if node.kind == "op" or node.kind == "untracked":
+    if node.kind in (NodeKind.OP, NodeKind.UNTRACKED):
         return first.get(id(node))
     starts = {id(child): _sum_up(child, first) for child in node.children}
     definition = {id(child): i for i, child in enumerate(node.children)}

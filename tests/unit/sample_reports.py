@@ -9,6 +9,7 @@ Numbers are chosen so sums are exact in binary floating point.
 
 from __future__ import annotations
 
+from skyline_nb.categories import Categories, Category
 from skyline_nb.models.linear import PerformanceModels
 from skyline_nb.report import (
     BatchSizeSource,
@@ -159,13 +160,13 @@ def sample_report(*, with_models: bool = True) -> Report:
         device=DeviceInfo("cpu", "x86_64 (2 threads)", 64 << 30),
         tree=sample_tree(),
         weights=sample_weights(),
-        categories={
-            "weights": 6208,
-            "grads": 6208,
-            "optimizer": 0,
-            "activations": 13568,
-            "untracked": -256,
-        },
+        categories=Categories.of({
+            Category.WEIGHTS: 6208,
+            Category.GRADS: 6208,
+            Category.OPTIMIZER: 0,
+            Category.ACTIVATIONS: 13568,
+            Category.UNTRACKED: -256,
+        }),
         samples=samples,
         models=models,
         sources=[

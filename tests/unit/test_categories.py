@@ -1,0 +1,143 @@
+"""Categories and node kinds are data defined once (``skyline_nb/categories.py``): reports carry
+the category list, old reports read with the default one, and a category added in Python alone
+is drawn by the snapshot (the widget's side: ``js/test/categories.test.js``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sample_reports import sample_report
+
+from skyline_nb.categories import (
+    CATEGORIES,
+    Categories,
+    Category,
+    CategorySpec,
+    NodeKind,
+    Texture,
+)
+from skyline_nb.export.snapshot import snapshot_html
+from skyline_nb.export.units import format_bytes
+from skyline_nb.report import Report, ReportFormatError
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+EXTRA = FIXTURES / "report_extra_category.json"
+
+
+def test_every_category_has_one_descriptor_and_one_remainder() -> None:
+    assert [spec.key for spec in CATEGORIES] == list(Category)
+    assert sum(spec.remainder for spec in CATEGORIES) == 1
+    assert Categories.of().specs == CATEGORIES
+    node_fields = {"weight_bytes", "grad_bytes", "activation_bytes"}
+    assert {spec.node_field for spec in CATEGORIES} - {None} <= node_fields
+    assert {spec.node_kind for spec in CATEGORIES} - {None} <= set(NodeKind)
+
+
+def test_the_widget_spells_node_kinds_as_python_does() -> None:
+    text = (ROOT / "js" / "src" / "tree.js").read_text(encoding="utf-8")
+    body = re.search(r"NODE_KIND = Object\.freeze\(\{(.*?)\}\)", text, re.S)
+    assert body is not None
+    pairs = dict(re.findall(r"(\w+): \"(\w+)\"", body.group(1)))
+    assert pairs == {kind.name: kind.value for kind in NodeKind}
+
+
+def test_the_widget_css_draws_every_texture() -> None:
+    css = (ROOT / "js" / "src" / "widget.css").read_text(encoding="utf-8")
+    for texture in set(Texture) - {Texture.PLAIN}:
+        assert f'.sk-seg[data-texture="{texture}"]' in css
+        assert f'.sk-legend-item[data-texture="{texture}"]' in css
+
+
+def test_the_report_carries_the_ordered_list_and_reads_it_back() -> None:
+    report = sample_report()
+    data = report.to_dict()
+    assert [c["key"] for c in data["categories"]] == [str(spec.key) for spec in CATEGORIES]
+    untracked = data["categories"][-1]
+    assert untracked == {**untracked, "key": "untracked", "label": "untracked", "bytes": -256,
+                         "grows_with_batch": False, "remainder": True}
+    again = Report.from_dict(json.loads(report.to_json()))
+    assert again == report and again.categories.specs == CATEGORIES
+    assert dict(again.categories) == dict(report.categories)
+
+
+def test_reports_written_before_the_list_read_with_the_default_categories() -> None:
+    report = sample_report()
+    data = report.to_dict()
+    data["schema_version"] = 1
+    data["categories"] = dict(report.categories)
+    assert Report.from_dict(data) == report
+    del data["categories"]
+    assert Report.from_dict(data).categories == Categories.of()
+
+
+def test_a_category_added_in_python_round_trips_and_exports(tmp_path: Path) -> None:
+    text = EXTRA.read_text(encoding="utf-8").strip()
+    report = Report.from_json(text)
+    assert report.to_json() == text
+    assert report.categories.spec("inputs").label == "input batch"
+    assert sum(report.categories.values()) == report.peak_bytes
+    with closing(sqlite3.connect(report.save_sqlite(tmp_path / "m.sqlite", "memory"))) as db:
+        rows = dict(db.execute("SELECT key, size_bytes FROM misc_sizes").fetchall())
+    assert rows["inputs_bytes"] == report.categories["inputs"]
+
+
+def test_the_extra_category_fixture_is_what_make_reports_writes() -> None:
+    sys.path.insert(0, str(FIXTURES))
+    try:
+        from make_reports import extra_category_report
+    finally:
+        sys.path.remove(str(FIXTURES))
+    assert extra_category_report().to_json() == EXTRA.read_text(encoding="utf-8").strip()
+
+
+def test_the_snapshot_draws_a_category_it_has_never_heard_of() -> None:
+    data = json.loads(EXTRA.read_text(encoding="utf-8"))
+    inputs = next(c for c in data["categories"] if c["key"] == "inputs")
+    html = snapshot_html(data)
+    memory = html[html.index("<b>Memory</b>"):]
+    segment = re.search(r'<rect [^>]*fill="#59a14f"><title>input batch: ([^<]*)</title>', memory)
+    assert segment is not None and segment.group(1).startswith(format_bytes(inputs["bytes"]))
+    assert f"input batch {format_bytes(inputs['bytes'])}" in memory  # the legend
+    assert "weights + grads" not in memory  # the snapshot lists every category on its own
+    assert "grads " in memory and "optimizer state" in memory
+
+
+def _with_category(**changes: Any) -> dict[str, Any]:
+    data = sample_report().to_dict()
+    data["categories"][0].update(changes)
+    return data
+
+
+@pytest.mark.parametrize("changes", [
+    {"color": "red;}</style><script>"},
+    {"key": "grads"},
+    {"bytes": 1.5},
+    {"shown_with": "nothing"},
+    {"remainder": True},
+    {"grows_with_batch": "yes"},
+    {"node_field": 3},
+])
+def test_malformed_categories_are_refused(changes: dict[str, Any]) -> None:
+    with pytest.raises(ReportFormatError, match="malformed report"):
+        Report.from_dict(_with_category(**changes))
+
+
+def test_categories_are_built_from_measurements_with_the_remainder_last() -> None:
+    measured = {Category.WEIGHTS: 10, Category.GRADS: 10, Category.ACTIVATIONS: 50,
+                Category.OPTIMIZER: 20}
+    categories = Categories.at_peak(100, measured)
+    assert categories[Category.UNTRACKED] == 10 and categories["weights"] == 10
+    with pytest.raises(ValueError, match="remainder"):
+        Categories.at_peak(100, {**measured, Category.UNTRACKED: 1})
+    with pytest.raises(ValueError, match="unknown memory categories"):
+        Categories.of({"inputs": 1})
+    with pytest.raises(ValueError, match="#rrggbb"):
+        CategorySpec("inputs", "inputs", True, "green")
