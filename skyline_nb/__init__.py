@@ -19,9 +19,15 @@ if TYPE_CHECKING:
 
 
 def profile(*args: Any, **kwargs: Any) -> Report:
-    """Profile one training iteration; see ``skyline_nb.profiler.session.profile``."""
+    """Profile one training iteration; see ``skyline_nb.profiler.session.profile``.
+
+    Code defined in notebook cells links to its cell (``cells.lookup`` unless ``cells=`` says
+    otherwise), as in ``%skyline``.
+    """
+    from skyline_nb import cells
     from skyline_nb.profiler.session import profile as _profile
 
+    kwargs.setdefault("cells", cells.lookup)
     return _profile(*args, **kwargs)
 
 

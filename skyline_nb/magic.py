@@ -4,11 +4,13 @@ Glue only: the profiler knows nothing of IPython, the widget nothing of torch. T
 the providers in the user's namespace (``entry``'s rules, shared with the command line), finds
 the cell that defines the input provider (through the ``cells`` registry, fed by a
 ``pre_run_cell`` hook and, for cells that ran before the extension was loaded, by IPython's input
-history; a ``%%skyline`` body is run by ``cellbody``), and hands both to a ``LiveProfile``.
+history; a ``%%skyline`` body is run by ``cellbody``), and hands both to a ``LiveProfile``, with
+``cells.lookup`` for the profiler to tell notebook cells apart.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,7 +78,7 @@ class SkylineMagics(Magics):
         from skyline_nb.profiler.session import profile
 
         source_cell = source_cell or _cell_of(input_p)
-        live = LiveProfile(request, source_cell, profile)
+        live = LiveProfile(request, source_cell, functools.partial(profile, cells=cells.lookup))
         live.show()
         report = live.run(args.batch_size)
         self.last_report = report

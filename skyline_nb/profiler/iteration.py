@@ -4,16 +4,16 @@ These are the headline numbers and the samples the performance models are fitted
 hook, mode or timer runs inside a timed iteration (``timing.py``: the median of single
 iterations, the quiet ones first).
 
-One fresh trial (model, optimizer, inputs) serves the whole profile. It is built and stepped
-twice while memory is tracked (the second iteration already has gradients and optimizer state,
-so it reaches the steady-state peak), then timed at the user's batch size; the instrumented
-levels and the samples at other batch sizes reuse it warm, with new inputs for each size. A
-fresh model per sample would pay the first iteration of a new model each time (2–3× a steady
-one: allocations faulted in, kernels chosen) and time an iteration that still faults memory in.
+One fresh trial (model, optimizer, inputs) serves the whole profile: built and stepped twice
+while memory is tracked (the second iteration has gradients and optimizer state, so it reaches
+the steady-state peak), stepped a third time on fresh inputs in the same window (the user's
+``step_peak``, below), then timed; the other batch sizes and the instrumented levels reuse it
+warm, with new inputs for each size. A fresh model per measurement would pay a new model's
+first iteration each time, and time iterations that still fault memory in.
 
 Peak memory of a fresh trial: on CUDA the allocator's peak over creation, warm-up and timing,
 minus what was allocated before (the kernel's baseline); on CPU the larger of a live-storage
-tracker and the CPU allocator's own reports over creation and the first two iterations.
+tracker and the CPU allocator's own reports over creation and the first iterations.
 Peak memory at another batch size n on the warm trial: what one iteration adds at its peak over
 what was alive when it began (``step_peak``), measured in the same way at n and at the user's
 batch u, right after new inputs were given, so
@@ -29,9 +29,9 @@ with the batch (e.g. the last batch's outputs held by the iteration) is not coun
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device, resolve_device
@@ -82,11 +82,22 @@ class IterationResult:
 
 
 @dataclass
+class SampleTiming:
+    """Level 1 at another batch size, relative to the user's: ``ratio`` = its median iteration
+    over the user's median in the same rounds."""
+
+    batch_size: int
+    ratio: float
+    timing: Timing
+    converged: bool
+
+
+@dataclass
 class WarmTrial:
     """The profile's one trial, kept warm, and the user's batch it was measured at.
 
-    ``measure_at(n)`` gives it inputs for batch size n and measures there (the samples of the
-    performance models); ``reference()`` measures the user's batch the same way first.
+    ``peak_at(n)`` measures the peak at batch size n and ``time_sizes`` times those sizes (the
+    samples of the performance models); ``reference()`` measures the user's batch first.
     """
 
     trial: Trial
@@ -97,43 +108,58 @@ class WarmTrial:
     user_input_bytes: int = 0
     user_inputs: Inputs = ((), {}, [])
 
-    def measure_at(self, batch_size: int, precision: Precision = SAMPLE) -> IterationResult:
-        """Time and size one other batch size; raises the device's OOM types when it does not
-        fit (the trial stays usable at a smaller size).
-
-        Its iterations alternate with iterations at the user's batch, and the time is the
-        user's headline scaled by the ratio of the two medians: the line through the samples
-        keeps its shape when the machine's speed drifts between the headline and the sample.
-        """
+    def peak_at(self, batch_size: int) -> int:
+        """Peak bytes of one iteration at ``batch_size``; raises the device's OOM types when it
+        does not fit (the trial goes back to the user's inputs either way)."""
         sample_inputs = self.inputs_for(batch_size)
         try:
             added = step_peak(self.trial, self.device, sample_inputs)
             peak = (self.user.peak_bytes + added - self.user_step_peak
                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
-            budget = self.device.memory_budget
-            if self.device.kind == "cpu" and budget is not None and peak > budget:
-                raise CPUOutOfMemoryError(
-                    f"batch size {batch_size} needs {peak} bytes, more than the CPU memory "
-                    f"budget of {budget} bytes")
-            trial = self.trial
-            timing, user = time_alternating(
-                [(lambda: trial.use_inputs(sample_inputs), trial.step),
-                 (lambda: trial.use_inputs(self.user_inputs), trial.step)],
-                self.device, precision)
         except self.device.oom_types:
             self.trial.use_inputs(self.user_inputs)
             del sample_inputs
             self.device.free_memory(thorough=True)
             raise
         self.trial.use_inputs(self.user_inputs)
-        ratio = timing.result(precision) / user.result(precision)
-        return IterationResult(batch_size, self.user.iteration_ms * ratio, peak, timing,
-                               timing.settled(precision))
+        budget = self.device.memory_budget
+        if self.device.kind == "cpu" and budget is not None and peak > budget:
+            raise CPUOutOfMemoryError(
+                f"batch size {batch_size} needs {peak} bytes, more than the CPU memory "
+                f"budget of {budget} bytes")
+        return peak
 
-    def reference(self) -> None:
-        """Measure ``step_peak`` at the user's batch (fresh inputs, as ``measure_at`` does)."""
-        self.user_inputs = self.inputs_for(self.user.batch_size)
-        self.user_step_peak = step_peak(self.trial, self.device, self.user_inputs)
+    def time_sizes(self, sizes: list[int], precision: Precision = SAMPLE) -> list[SampleTiming]:
+        """Time ``sizes`` (measured by ``peak_at`` first, so no timed iteration is the first at
+        its size) in rounds with the user's batch. Each size gets the ratio of its median to the
+        user's median over the same rounds, which holds when the machine's speed drifts between
+        the headline and the samples; the user's iterations also join the headline's timing.
+        """
+        trial = self.trial
+        inputs = {n: self.inputs_for(n) for n in sizes}
+        runs: list[tuple[Callable[[], None] | None, Callable[[], Any]]] = [
+            (lambda: trial.use_inputs(self.user_inputs), trial.step)]
+        runs += [(partial(trial.use_inputs, inputs[n]), trial.step) for n in sizes]
+        try:
+            reference, *timings = time_alternating(runs, self.device, precision)
+        finally:
+            trial.use_inputs(self.user_inputs)
+        headline = self.user.timing
+        for ms, waited in zip(reference.ms, reference.waited, strict=True):
+            headline.add([ms], waited)
+        self.user.iteration_ms = headline.result(HEADLINE)
+        self.user.converged = headline.settled(HEADLINE)
+        user_ms = reference.result(precision)
+        return [SampleTiming(n, timing.result(precision) / user_ms, timing,
+                             timing.settled(precision))
+                for n, timing in zip(sizes, timings, strict=True)]
+
+    def reference(self, inputs: Inputs, peak: int | None = None) -> None:
+        """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``peak`` when the
+        tracked warm-up measured it, else measured here (as ``peak_at`` does)."""
+        if peak is None:
+            peak = step_peak(self.trial, self.device, inputs)
+        self.user_inputs, self.user_step_peak = inputs, peak
         self.user_input_bytes = _bytes(self.trial.input_tensors)
 
 
@@ -171,9 +197,7 @@ def step_peak(trial: Trial, device: Device, inputs: Inputs) -> int:
             return tracker.peak
         _mark()
         trial.step()
-    from skyline_nb.profiler import torch_private as tp
-
-    return tp.allocator_peak_bytes(allocator, after_bytes=MARK_BYTES)
+    return allocator.peak(after_bytes=MARK_BYTES)
 
 
 # An allocation of this odd size separates two iterations in the allocator's reports.
@@ -195,7 +219,7 @@ def measure_level1(
     inputs_for: Callable[[int], Inputs] | None = None,
 ) -> tuple[IterationResult, WarmTrial]:
     """Build a fresh trial, measure it, and hand it back warm; raises the device's OOM types
-    unchanged. ``inputs_for(n)`` makes inputs for batch size n (for ``WarmTrial.measure_at``;
+    unchanged. ``inputs_for(n)`` makes inputs for batch size n (for ``WarmTrial.peak_at``;
     None: the trial keeps its inputs and cannot change size)."""
     import torch
 
@@ -207,18 +231,18 @@ def measure_level1(
         device.synchronize()
         baseline = device.memory_allocated()
         device.reset_peak()
+        reference = Reference(inputs_for(batch_size)) if inputs_for is not None else None
         if device.kind == "cuda":
             trial = build()
             for _ in range(warmup - 1):
                 trial.step()
-        else:
-            trial, peak = _tracked_warmup(build, device)
-        if device.kind == "cuda":
             peak = int(device.max_memory_allocated() or 0) - int(baseline or 0)
+        else:
+            trial, peak = _tracked_warmup(build, device, reference)
         result = IterationResult(batch_size, 0.0, peak)
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
-        if inputs_for is not None:
-            warm.reference()
+        if reference is not None:
+            warm.reference(reference.inputs, reference.step_peak)
         timing = time_steps(trial.step, device, precision)
         result.iteration_ms, result.timing = timing.result(precision), timing
         result.converged = timing.settled(precision)
@@ -253,29 +277,38 @@ def _allocator_events() -> Any:
     from skyline_nb.profiler import torch_private as tp
 
     with tp.quiet_native_stderr():
+        allocator: tp.AllocatorReports | None = tp.AllocatorReports()
         try:
-            allocator = tp.allocator_events_profiler()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)  # torch 2.11: profiler cycles
-                allocator.__enter__()
+            allocator.__enter__()
         except RuntimeError:
             allocator = None
         try:
             yield allocator
         finally:
             if allocator is not None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UserWarning)
-                    allocator.__exit__(None, None, None)
+                allocator.__exit__(None, None, None)
 
 
-def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, int]:
+@dataclass
+class Reference:
+    """Fresh inputs at the user's batch, and ``step_peak`` on them once measured."""
+
+    inputs: Inputs
+    step_peak: int | None = None
+
+
+def _tracked_warmup(
+    build: Callable[[], Trial], device: Device, reference: Reference | None = None
+) -> tuple[Trial, int]:
     """CPU: build + two iterations under the allocator's reports (what kernels allocate inside
     is reported too, which a dispatch mode cannot see) and, where a memory budget must stop
     the iteration as it runs or the reports are refused (a profiler of the user's runs), a
     live-storage tracker; the peak is the larger of the two.
+
+    With a ``reference``, a third iteration on its inputs in the same window gives
+    ``step_peak`` at the user's batch as ``step_peak`` measures it: after an iteration under
+    the reports, so every block the measured one frees was reported when allocated.
     """
-    from skyline_nb.profiler import torch_private as tp
 
     with _allocator_events() as allocator:
         use_tracker = allocator is None or device.memory_budget is not None
@@ -285,11 +318,17 @@ def _tracked_warmup(build: Callable[[], Trial], device: Device) -> tuple[Trial, 
                 trial = build()
                 trial.step()
                 trial.step()
+                if reference is not None and allocator is not None:
+                    trial.use_inputs(reference.inputs)
+                    _mark()
+                    trial.step()
         finally:
             tracker.close()
     peak = tracker.peak
     if allocator is not None:
-        peak = max(peak, tp.allocator_peak_bytes(allocator))
+        peak = max(peak, allocator.peak())
+        if reference is not None:
+            reference.step_peak = allocator.peak(after_bytes=MARK_BYTES)
     if device.memory_budget is not None and peak > device.memory_budget:
         raise CPUOutOfMemoryError(
             f"the iteration needs {peak} bytes, more than the CPU memory budget of "

@@ -2,35 +2,34 @@
 
 Skyline measured the user's batch and a few sizes 20 apart, which says little about a model
 profiled at batch 8 and dragged to 128. Here the extra sizes spread over the feasible range:
-2×, 4× and 8× the user's batch where memory allows (½×, ¼×… only after those), fewer above
-and more below when the user's batch is already near the largest that fits. Above the user's
-batch, a size within 1.5× of one already measured waits while a farther one fits, so the
-points span as wide a range as memory allows.
+2× and 4× the user's batch by default (8× when more points are asked for) where memory allows,
+½×, ¼×… only after those, fewer above and more below when the user's batch is already near the
+largest that fits. Above the user's batch, a size within 1.5× of one already measured waits
+while a farther one fits, so the points span as wide a range as memory allows.
+
+Sizes are chosen by memory alone (``peak_at(n)``, one tracked iteration at n), so the caller
+times all of them afterwards, side by side. The memory line uses the two largest sizes
+(``LinearFit.upper_segment``), and so does the capacity estimate here.
 
 The feasible range comes from memory. With one point, peak/batch is an upper bound on the
 per-sample slope (the intercept, weights and optimizer state, is never negative), so
-capacity·batch/peak is a size that fits if memory is linear; from two points on, the line
-through the measured points predicts it. A size whose predicted peak exceeds the capacity is
-not measured at all. When a measurement still fails with an out-of-memory error (or a measured
-peak exceeds the capacity, which on CPU is the user's memory budget), the size becomes the
-known limit and the next try halves the gap to the last size that worked; after two failures
-only sizes below the user's are tried. With a lone point and nothing smaller (batch 1), one
-size above is probed even if the one-point bound forbids it: that bound assumes no weights.
+capacity·batch/peak is a size that fits if memory is linear; from two points on, the memory
+line through the two largest points predicts it. A size whose predicted peak exceeds the
+capacity is not measured at all. When a measurement still fails with an out-of-memory error (or
+a measured peak exceeds the capacity, which on CPU is the user's memory budget), the size
+becomes the known limit and the next try halves the gap to the last size that worked; after
+two failures only sizes below the user's are tried. With a lone point and nothing smaller
+(batch 1), one size above is probed even if the one-point bound forbids it: that bound assumes
+no weights.
 
-Three points by default (the user's batch, 2× and 4×): the fewest a fit with residuals needs,
-and the extra sampling must cost at most 1.5× the profile itself (issue 4); an 8× point alone
-costs about as many batch-iterations as the whole profile.
-
-Imports no torch: the caller passes ``measure`` and the exception types that mean "out of
+Imports no torch: the caller passes ``peak_at`` and the exception types that mean "out of
 memory" on its device (``torch.OutOfMemoryError`` on CUDA), so this module can be tested with a
 fake machine.
 
 Example usage::
 
-    first = measure(batch_size)
-    samples, reason = collect_samples(measure, first, capacity_bytes,
-                                      oom_errors=(torch.OutOfMemoryError, MemoryError))
-    models = PerformanceModels.from_samples(..., reason=reason)
+    peaks, reason = choose_sizes(peak_at, batch_size, peak, capacity_bytes,
+                                 oom_errors=(torch.OutOfMemoryError, MemoryError))
 """
 
 from __future__ import annotations
@@ -39,14 +38,14 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from skyline_nb.report import Sample
+from skyline_nb.models.fit import LinearFit
 
 MIN_POINTS = 3
 # Multiples of the user's batch measured first, in this order, where memory allows. Far points
-# matter most: users drag to larger batches, and on CPU the line drifts (Transformer, threads)
-# beyond the sampled range. ½× comes only after them: it helps no prediction above the user's
-# batch, and peak memory is the max over phases, so it is piecewise linear and a small batch can
-# sit on a different piece (an LSTM on CPU: 4 vs 8), skewing the slope (benchmarks/).
+# matter most: users drag to larger batches, and on CPU time grows faster than linearly beyond
+# a cache size (a ResNet-style CNN from batch 16: +7.5 ms from 16 to 32, +14 ms from 32 to 48),
+# so a line through ½× and 2× under-predicts 4× by 20–36 % (BENCHMARKS.md). ½× comes only after
+# them: peak memory is piecewise linear and a small batch can sit on another piece.
 MULTIPLES = (2, 4, 8)
 REACH = MULTIPLES[-1]
 # Out-of-memory failures tolerated before giving up: each costs a (failed) iteration. After
@@ -55,48 +54,49 @@ MAX_FAILURES = 4
 ABOVE_RETRIES = 2
 DEFAULT_POINTS = MIN_POINTS
 # Sizes closer than this factor to a measured one are tried only when nothing farther fits:
-# three points spanning 32–64 gave time lines whose intercept noise flipped the sign of the
-# throughput slope on a busy machine; 32, 50, 128 span 4×.
+# points close together give time lines whose intercept noise can flip the sign of the
+# throughput slope on a busy machine.
 SPREAD = 1.5
 
-def collect_samples(
-    measure: Callable[[int], Sample],
-    first: Sample,
+
+def choose_sizes(
+    peak_at: Callable[[int], int],
+    user: int,
+    user_peak: int,
     capacity_bytes: int,
     *,
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
     max_points: int = DEFAULT_POINTS,
-) -> tuple[list[Sample], str | None]:
-    """Measure ``first`` plus up to ``max_points − 1`` more batch sizes; return them sorted.
+) -> tuple[dict[int, int], str | None]:
+    """The user's batch plus up to ``max_points − 1`` more sizes, with their peak bytes.
 
-    ``measure(n)`` runs one uninstrumented measurement at batch size n (the caller frees memory
-    when it raises one of ``oom_errors``). ``capacity_bytes`` is the device's memory, or the
-    user's memory budget on CPU; 0 or less means unknown (no memory-based limit).
+    ``peak_at(n)`` measures the peak memory of one iteration at batch size n (the caller frees
+    memory when it raises one of ``oom_errors``). ``capacity_bytes`` is the device's memory, or
+    the user's memory budget on CPU; 0 or less means unknown (no memory-based limit).
 
-    Returns the samples (``first`` included, by ascending batch size) and None, or, when fewer
-    than three distinct batch sizes could be measured, the samples and a sentence saying why,
-    for the widget to show. Errors other than ``oom_errors`` propagate.
+    Returns {batch size: peak bytes} (the user's included) and None, or, when fewer than three
+    distinct batch sizes fit, a sentence saying why, for the widget to show. Errors other than
+    ``oom_errors`` propagate.
     """
     if max_points < MIN_POINTS:
         raise ValueError(f"max_points must be at least {MIN_POINTS}, not {max_points}")
-    if first.batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, not {first.batch_size}")
-    state = _State(first.batch_size, capacity_bytes, {first.batch_size: first})
+    if user < 1:
+        raise ValueError(f"batch size must be at least 1, not {user}")
+    state = _State(user, capacity_bytes, {user: user_peak})
     while len(state.measured) < max_points and state.failures < MAX_FAILURES:
         target = state.next_target()
         if target is None:
             break
         try:
-            sample = measure(target)
+            peak = peak_at(target)
         except oom_errors:
             state.failed(target)
             continue
-        if 0 < capacity_bytes < sample.peak_bytes:
+        if 0 < capacity_bytes < peak:
             state.failed(target)  # over the budget: as good as out of memory
             continue
-        state.measured[target] = sample
-    samples = [state.measured[size] for size in sorted(state.measured)]
-    return samples, state.reason()
+        state.measured[target] = peak
+    return dict(sorted(state.measured.items())), state.reason()
 
 
 @dataclass
@@ -105,7 +105,7 @@ class _State:
 
     user: int
     capacity: int
-    measured: dict[int, Sample]
+    measured: dict[int, int]  # batch size → peak bytes
     too_big: int | None = None  # smallest size that ran out of memory (or over the budget)
     limit: float = math.inf  # after a failure: halfway between the last good size and it
     failures: int = 0
@@ -149,8 +149,7 @@ class _State:
         size = self.user + 1
         if len(self.measured) != 1 or self.too_big is not None:
             return None
-        first = self.measured[self.user]
-        return size if self.capacity <= 0 or first.peak_bytes <= self.capacity else None
+        return size if self.capacity <= 0 or self.measured[self.user] <= self.capacity else None
 
     def reason(self) -> str | None:
         """None with enough points; else one sentence for the widget, e.g. "only 2 batch
@@ -185,41 +184,36 @@ def _preferred(user: int, ceiling: int) -> list[int]:
 
     Above: 2×, 4×, 8× (each capped at the ceiling, so a memory limit below 8× is itself
     measured, unless it is within ¼× of the user's batch), smaller first so the memory
-    estimate is refined before the larger try. Below:
-    ½×, ¼×, … (the only option when the user's batch is near the maximum). Between: other sizes
-    above, for tiny batches where ½× does not exist (user 1 at a ceiling of 4 → 2, 4, then 3).
+    estimate is refined before the larger try. Below: ½×, ¼×, … (the only option when the
+    user's batch is near the maximum). Between: other sizes above, for tiny batches where ½×
+    does not exist (user 1 at a ceiling of 4 → 2, 4, then 3).
     """
     step = user + max(1, user // 4)  # a size just above the user's adds little to a fit
     above = sorted({size for m in MULTIPLES if (size := min(m * user, ceiling)) >= step})
     below = sorted({user >> k for k in range(1, user.bit_length())} - {0}, reverse=True)
+    return above + below + _between(user, ceiling, above)
+
+
+def _between(user: int, ceiling: int, above: list[int]) -> list[int]:
     between = sorted(
         {round(user + (ceiling - user) * f) for f in (0.25, 0.5, 0.75)} - set(above)
     )
-    between = [s for s in between if user < s < ceiling]
-    return above + below + between
+    return [s for s in between if user < s < ceiling]
 
 
-def _memory_max(measured: dict[int, Sample], capacity: int) -> float:
+def _memory_max(measured: dict[int, int], capacity: int) -> float:
     """The largest batch size predicted to fit ``capacity`` from the measured peaks.
 
     One point, or a line that does not grow: peak/batch is an upper bound on the slope, so
     capacity / max(peak/batch) fits whenever memory is linear with a non-negative intercept.
-    Two sizes or more: the least-squares line through them (what "predicted to exceed the
-    capacity" means; a wrong guess costs one out-of-memory back-off). Unknown capacity: no
-    limit.
+    Two sizes or more: the memory model's line (through the two largest) predicts it (a wrong
+    guess costs one out-of-memory back-off). Unknown capacity: no limit.
     """
     if capacity <= 0:
         return math.inf
-    points = [(s.batch_size, s.peak_bytes) for s in measured.values()]
-    bound = max(p / b for b, p in points)
+    bound = max(peak / batch for batch, peak in measured.items())
     conservative = capacity / bound if bound > 0 else math.inf
-    if len({b for b, _ in points}) < 2:
+    if len(measured) < 2:
         return conservative
-    n = len(points)
-    mean_x = sum(b for b, _ in points) / n
-    mean_y = sum(p for _, p in points) / n
-    sxx = sum((b - mean_x) ** 2 for b, _ in points)
-    slope = sum((b - mean_x) * (p - mean_y) for b, p in points) / sxx
-    if slope <= 0:
-        return conservative
-    return (capacity - (mean_y - slope * mean_x)) / slope
+    line = LinearFit.upper_segment(list(measured), list(measured.values()))
+    return line.inverse(capacity) if line.slope > 0 else conservative

@@ -2,11 +2,12 @@
 
 Order of work (XSP's leveled approach: instrumentation never runs inside a timed iteration):
   1. iteration level, uninstrumented: iteration time, throughput, peak memory on one fresh
-     trial (``iteration.py``), which is then kept warm for the other levels;
+     trial (``iteration.py``), which is then kept warm for the other levels; optionally the
+     same at other batch sizes (``sampling.py`` chooses them), for the models, timed in rounds
+     with the user's batch, whose iterations complete the headline;
   2+3. one memory run and then instrumented runs: every op timed in situ with module paths and
      source lines (``operations.py``), the storages saved for backward, weights, grads and
-     optimizer state (``memory.py``);
-  4. optionally level-1 samples at other batch sizes on the same trial, for the models.
+     optimizer state (``memory.py``).
 Untracked time/memory = level 1 minus what level 2/3 accounted for, reported as is (negative
 values are kept and explained in ``warnings``, never clamped). Isolation: ``isolation.py``.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,13 @@ from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError, StartingBatchOOMError
 from skyline_nb.profiler.isolation import isolated
-from skyline_nb.profiler.iteration import IterationResult, WarmTrial, measure_level1, warm_inputs
+from skyline_nb.profiler.iteration import (
+    IterationResult,
+    SampleTiming,
+    WarmTrial,
+    measure_level1,
+    warm_inputs,
+)
 from skyline_nb.profiler.memory import (
     ParameterOrigins,
     SavedTensorTracker,
@@ -38,8 +46,9 @@ from skyline_nb.profiler.memory import (
 )
 from skyline_nb.profiler.operations import OperationTracker, merge_median
 from skyline_nb.profiler.providers import build_trial, load_providers
-from skyline_nb.profiler.stacks import UserCode, default_project_root
-from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
+from skyline_nb.profiler.sampling import choose_sizes
+from skyline_nb.profiler.stacks import CellLookup, UserCode, default_project_root
+from skyline_nb.profiler.timing import HEADLINE, HEADLINE_BEFORE_SAMPLES, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import Report, Sample, WeightEntry
 
@@ -75,6 +84,7 @@ def profile(
     predict: bool = True,
     project_root: str | Path | None = None,
     memory_budget: int | None = None,
+    cells: CellLookup | None = None,
 ) -> Report:
     """Profile one training iteration of the model the providers describe.
 
@@ -82,11 +92,13 @@ def profile(
     available, else CPU; ``memory_budget`` (bytes) caps the capacity used for predictions and,
     on CPU, makes an iteration needing more fail like an out-of-memory. ``project_root`` decides
     which files count as the user's code (default: the model provider's folder, or the working
-    folder for notebook cells).
+    folder for notebook cells); ``cells`` tells which code files are notebook cells (the
+    notebook side passes ``cells.lookup``; None: there are none).
     """
     dev = resolve_device(device, memory_budget)
-    root = Path(project_root) if project_root is not None else default_project_root(model_provider)
-    user_code = UserCode(root)
+    root = Path(project_root) if project_root is not None else default_project_root(
+        model_provider, cells)
+    user_code = UserCode(root, cells)
     providers = load_providers(model_provider, input_provider, iteration_provider, user_code)
     size = batch_size if batch_size is not None else providers.default_batch_size
     if size is None:
@@ -105,20 +117,22 @@ def profile(
 
     with isolated(dev):
         try:
-            level1, warm = measure_level1(build, dev, size, inputs_for=warm_inputs(providers, dev))
+            level1, warm = measure_level1(
+                build, dev, size, inputs_for=warm_inputs(providers, dev),
+                precision=HEADLINE_BEFORE_SAMPLES if predict else HEADLINE)
         except dev.oom_types as exc:
             raise StartingBatchOOMError(
                 f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
                 f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size"
             ) from exc
         try:
+            sampled = _sample(warm, dev, warnings) if predict else None
             if not level1.converged:
                 warnings.append(_unsettled(level1))
             report = _instrumented(warm, origins, dev, user_code, level1, warnings)
-            first = level1.sample()
-            report.samples = [first]
-            if predict:
-                report.samples, report.models = _predict(warm, dev, first, warnings)
+            report.samples = [level1.sample()]
+            if sampled is not None:
+                report.samples, report.models = _fit(level1, sampled, dev)
         finally:
             del warm
     return report
@@ -207,6 +221,12 @@ def _instrumented(
             f"most iterations ran while other processes kept this one waiting for a CPU; much of "
             f"the untracked {untracked_ms:.3f} ms is that waiting, which falls between the ops "
             "timed one by one"
+        )
+    if not memory_ops.accumulated and all(r.backward_ms is None for r in ops.records):
+        warnings.append(
+            f"the iteration {trial.where} computed no gradients (no backward pass), so this is "
+            "the time and memory of a forward step, not of a training step; call "
+            "loss.backward() in it to profile training"
         )
     warnings.extend(_finite_checks(value, params, trial.where))
     tree = build_tree(
@@ -302,34 +322,48 @@ def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> lis
     return found
 
 
-def _predict(
-    warm: WarmTrial, dev: Device, first: Sample, warnings: list[str]
-) -> tuple[list[Sample], PerformanceModels]:
-    """More level-1 samples at other batch sizes on the warm trial, and the fitted lines."""
-    from skyline_nb.profiler.sampling import collect_samples
+@dataclass
+class _Sampled:
+    """Level 1 at the other batch sizes, before the headline is final."""
 
-    busy: list[int] = []  # batch sizes whose timing never found a quiet stretch
+    peaks: dict[int, int]
+    timings: list[SampleTiming]
+    reason: str | None
 
-    def measure(batch: int) -> Sample:
-        result = warm.measure_at(batch)
-        if not result.converged and result.waited_iterations:
-            busy.append(batch)
-        return result.sample()
 
-    capacity = dev.capacity_bytes()
-    samples, reason = collect_samples(measure, first, capacity, oom_errors=dev.oom_types)
+def _sample(warm: WarmTrial, dev: Device, warnings: list[str]) -> _Sampled:
+    """Sizes chosen by memory (``choose_sizes`` over ``WarmTrial.peak_at``), then timed together
+    with the user's batch (``WarmTrial.time_sizes``, which completes the headline)."""
+    first = warm.user
+    peaks, reason = choose_sizes(warm.peak_at, first.batch_size, first.peak_bytes,
+                                 dev.capacity_bytes(), oom_errors=dev.oom_types)
+    timings = warm.time_sizes([n for n in peaks if n != first.batch_size])
+    busy = [t.batch_size for t in timings if not t.converged and t.timing.waited_count]
     if busy:
         warnings.append(
             f"the samples at batch size {', '.join(map(str, busy))} were timed while other "
             "processes kept the CPU busy (their blocks waited for a CPU), so the time "
             "predictions may be off; re-profile when the machine is quieter"
         )
+    return _Sampled(peaks, timings, reason)
+
+
+def _fit(
+    level1: IterationResult, sampled: _Sampled, dev: Device
+) -> tuple[list[Sample], PerformanceModels]:
+    """The samples at the final headline (each its ratio of it) and the lines through them."""
+    samples = [level1.sample()] + [
+        Sample(t.batch_size, level1.iteration_ms * t.ratio, sampled.peaks[t.batch_size])
+        for t in sampled.timings
+    ]
+    samples.sort(key=lambda s: s.batch_size)
+    capacity = dev.capacity_bytes()
     models = PerformanceModels.from_samples(
         [s.batch_size for s in samples],
         [s.iteration_ms for s in samples],
         [s.peak_bytes for s in samples],
         capacity,
-        reason,
+        sampled.reason,
         # the machine's free RAM is no bound a user means; GPU memory or their budget is
         memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
     )

@@ -47,18 +47,6 @@ CellLookup = Callable[[str], Cell | None]
 """Code file name (``co_filename``) -> the cell it was compiled from, or None."""
 
 
-def _registry_lookup(filename: str) -> Cell | None:
-    """The notebook's cell registry, for callers that pass no ``CellLookup``.
-
-    Transitional: the profiler must not import the notebook side. Once ``session.profile``
-    passes on the ``cells`` it is given (the magic gives ``cells.lookup``), this goes, and no
-    ``CellLookup`` means no cells.
-    """
-    from skyline_nb import cells
-
-    return cells.lookup(filename)
-
-
 _PROFILER_DIR = str(Path(__file__).resolve().parent) + os.sep
 _profiler_files: dict[str, bool] = {}
 
@@ -116,16 +104,16 @@ class UserCode:
     """
 
     def __init__(self, project_root: str | Path | None, cells: CellLookup | None = None) -> None:
-        """``project_root`` None: only cells are the user's."""
+        """``project_root`` None: only cells are the user's; ``cells`` None: there are none."""
         self.project_root = Path(project_root).resolve() if project_root is not None else None
-        self._cells = cells or _registry_lookup
+        self._cells = cells
         self._cache: dict[str, _Classified | None] = {}
         self._touched: dict[str, _Classified] = {}
 
     # ---- classification -------------------------------------------------------------------
     def cell_of(self, filename: str) -> Cell | None:
         """The notebook cell ``filename`` was compiled from, if any."""
-        return self._cells(filename)
+        return self._cells(filename) if self._cells is not None else None
 
     def classify(self, filename: str) -> _Classified | None:
         """(display file, cell id, cell entry) for a user file, None for anything else."""
@@ -214,7 +202,7 @@ class UserCode:
 def default_project_root(function: object, cells: CellLookup | None = None) -> Path:
     """The folder of the file defining ``function``; the working folder for cells/other code."""
     code = getattr(function, "__code__", None)
-    if code is not None and (cells or _registry_lookup)(code.co_filename) is None:
+    if code is not None and (cells is None or cells(code.co_filename) is None):
         path = Path(code.co_filename)
         if path.is_file():
             return path.resolve().parent

@@ -51,7 +51,9 @@ class Precision:
 # ≥ 2 that agree within AGREE (their iterations are 2–4× longer, each costs 2–4 of the user's,
 # and the time line is fitted over several samples), else a third.
 HEADLINE = Precision(5, 30.0, 300.0, 8)
-SAMPLE = Precision(2, 40.0, 200.0, 5)
+SAMPLE = Precision(2, 10.0, 200.0, 5)
+# Before samples: the rounds that time them add the user's batch between them to the headline.
+HEADLINE_BEFORE_SAMPLES = Precision(3, 20.0, 300.0, 8)
 AGREE = 0.10
 
 
@@ -61,7 +63,6 @@ class Timing:
 
     ms: list[float] = field(default_factory=list)
     waited: list[bool] = field(default_factory=list)
-    last_value: Any = None
 
     def add(self, times: list[float], waited: bool) -> None:
         self.ms.extend(times)
@@ -99,25 +100,30 @@ def time_alternating(
     precision: Precision,
 ) -> list[Timing]:
     """Chunks of each run in turn — ``(prepare, step)``: ``prepare()`` (e.g. switch inputs),
-    then timed steps — until the first run's timing meets ``precision`` or its patience runs
-    out. Alternating a sample with the user's batch exposes both to the same moments of a
-    machine whose speed drifts (other work, clock changes), so their ratio holds even when the
-    absolute times move by 20 % between seconds.
+    then timed steps — until every run meets ``precision`` or its patience runs out. The first
+    run is the reference and takes part in every round; a run that has met the precision sits
+    out the later rounds. Alternating samples with the user's batch exposes all of them to the
+    same moments of a machine whose speed drifts (other work, clock changes), so their ratios
+    hold even when the absolute times move by 20 % between seconds.
     """
     timings = [Timing() for _ in runs]
-    main = timings[0]
-    while not main.settled(precision):
-        if main.ms and sum(main.ms) >= _patience(precision, statistics.median(main.ms)):
-            break
-        for (prepare, step), timing in zip(runs, timings, strict=True):
+    while True:
+        pending = [i for i, t in enumerate(timings) if not t.settled(precision)]
+        if not pending or all(
+            timings[i].ms and sum(timings[i].ms) >= _patience(
+                precision, statistics.median(timings[i].ms))
+            for i in pending
+        ):
+            return timings
+        for i, ((prepare, step), timing) in enumerate(zip(runs, timings, strict=True)):
+            if i and i not in pending:
+                continue
             if prepare is not None:
                 prepare()
             estimate = statistics.median(timing.ms) if timing.ms else None
             n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
-            times, fraction, value = timed_chunk(step, device, n)
+            times, fraction = timed_chunk(step, device, n)
             timing.add(times, fraction > QUIET_WAIT)
-            timing.last_value = value
-    return timings
 
 
 def _patience(precision: Precision, iteration_ms: float) -> float:
@@ -125,16 +131,15 @@ def _patience(precision: Precision, iteration_ms: float) -> float:
                precision.min_ms)
 
 
-def timed_chunk(step: Callable[[], Any], device: Device, n: int) -> tuple[list[float], float, Any]:
+def timed_chunk(step: Callable[[], Any], device: Device, n: int) -> tuple[list[float], float]:
     """``n`` iterations, each with its own timer; the CPU-wait counter is read around them."""
     timers = [device.timer() for _ in range(n)]
-    value = None
     before = waited_ns()
     for timer in timers:
         timer.start()
-        value = step()
+        step()
         timer.stop()
     device.synchronize()
     after = waited_ns()
     times = [timer.elapsed_ms() for timer in timers]
-    return times, wait_fraction(before, after, sum(times)), value
+    return times, wait_fraction(before, after, sum(times))

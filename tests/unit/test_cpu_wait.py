@@ -62,20 +62,20 @@ def test_samples_that_never_found_a_quiet_stretch_are_reported(monkeypatch) -> N
     sampling = [False]
 
     def busy_while_sampling(step, device, n):
-        times, fraction, value = real(step, device, n)
-        return times, (0.5 if sampling[0] else fraction), value
+        times, fraction = real(step, device, n)
+        return times, (0.5 if sampling[0] else fraction)
 
-    real_measure_at = iteration.WarmTrial.measure_at
+    real_time_sizes = iteration.WarmTrial.time_sizes
 
-    def measure_at(self, batch_size, precision=timing.SAMPLE):
+    def time_sizes(self, sizes, precision=timing.SAMPLE):
         sampling[0] = True
         try:
-            return real_measure_at(self, batch_size, precision)
+            return real_time_sizes(self, sizes, precision)
         finally:
             sampling[0] = False
 
     monkeypatch.setattr(timing, "timed_chunk", busy_while_sampling)
-    monkeypatch.setattr(iteration.WarmTrial, "measure_at", measure_at)
+    monkeypatch.setattr(iteration.WarmTrial, "time_sizes", time_sizes)
     report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
                      mlp.skyline_iteration_provider, batch_size=8, device="cpu")
     busy = [w for w in report.warnings if "kept the CPU busy" in w]

@@ -138,12 +138,7 @@ def test_report_imports_no_exporter_at_module_level() -> None:
     assert not IMPORTS["skyline_nb.report"].module_level & exporters
 
 
-@pytest.mark.parametrize("module", [
-    pytest.param(m, marks=pytest.mark.xfail(
-        strict=True, reason="falls back to the cell registry until profile() passes cells"))
-    if m == "skyline_nb.profiler.stacks" else m
-    for m in MODULES if m.startswith("skyline_nb.profiler")
-])
+@pytest.mark.parametrize("module", [m for m in MODULES if m.startswith("skyline_nb.profiler")])
 def test_the_profiler_imports_nothing_of_the_notebook_or_command_line(module: str) -> None:
     found = IMPORTS[module]
     front_end = {f"skyline_nb.{name}" for name in FRONT_END}

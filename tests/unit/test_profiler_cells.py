@@ -83,7 +83,8 @@ def test_profile_frames_point_into_the_cell(shell):
     torch.set_num_threads(1)
     try:
         report = profile(ns["skyline_model_provider"], ns["skyline_input_provider"],
-                         ns["skyline_iteration_provider"], device="cpu", predict=False)
+                         ns["skyline_iteration_provider"], device="cpu", predict=False,
+                         cells=cells.lookup)
     finally:
         torch.set_num_threads(threads)
     tanh = next(n for n in report.tree.walk() if n.name == "tanh")
@@ -106,7 +107,7 @@ def test_cell_magic_body_lines_are_shifted_by_one():
     exec(compile(body, name, "exec"), namespace)
     from skyline_nb.profiler.stacks import UserCode
 
-    user = UserCode(None)
+    user = UserCode(None, cells.lookup)
     try:
         namespace["f"]()
     except RuntimeError as exc:

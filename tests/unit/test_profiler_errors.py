@@ -138,7 +138,7 @@ def test_errors_name_the_notebook_cell_and_line():
     namespace: dict = {}
     exec(compile(source, code_name, "exec"), namespace)
     with pytest.raises(ProviderError, match=re.escape("cell_model (cell cell-42, line 4)")):
-        run(model=namespace["cell_model"])
+        run(model=namespace["cell_model"], cells=cells.lookup)
 
 
 def test_forward_only_iteration_has_no_backward():
@@ -154,6 +154,9 @@ def test_forward_only_iteration_has_no_backward():
     assert report.categories["grads"] == 0 and report.categories["activations"] == 0
     assert report.tree.find("[optimizer]") is None
     assert report.tree.forward_ms == pytest.approx(report.iteration_ms)
+    no_backward = [w for w in report.warnings if "no backward pass" in w]
+    assert len(no_backward) == 1 and "loss.backward()" in no_backward[0]
+    assert not any("no backward pass" in w for w in run().warnings)
 
 
 def test_nan_loss_is_a_warning():

@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from skyline_nb.models.linear import PerformanceModels
-from skyline_nb.profiler.sampling import MAX_FAILURES, collect_samples
-from skyline_nb.report import Sample
+from skyline_nb.profiler.sampling import MAX_FAILURES, choose_sizes
 
 MB = 1 << 20
 
@@ -35,30 +34,27 @@ class Machine:
     def peak(self, n: int) -> int:
         return self.c * n + self.d
 
-    def __call__(self, n: int) -> Sample:
+    def __call__(self, n: int) -> int:
         self.calls.append(n)
         if self.oom_above is not None and n > self.oom_above:
             raise self.error(f"fake out of memory at {n}")
-        return Sample(n, self.a * n + self.b, self.peak(n))
+        return self.peak(n)
 
 
 def run(
-    machine: Callable[[int], Sample], user: int, capacity: int, **kwargs: object
+    machine: Machine, user: int, capacity: int, **kwargs: object
 ) -> tuple[list[int], str | None]:
-    first = machine(user)
-    if isinstance(machine, Machine):
-        machine.calls.clear()
     kwargs.setdefault("max_points", 4)  # the back-off cases below are written for four points
-    samples, reason = collect_samples(machine, first, capacity, **kwargs)
-    return [s.batch_size for s in samples], reason
+    peaks, reason = choose_sizes(machine, user, machine.peak(user), capacity, **kwargs)
+    assert list(peaks) == sorted(peaks)
+    return list(peaks), reason
 
 
 def test_by_default_three_points_the_users_2x_and_4x() -> None:
     machine = Machine()
-    first = machine(8)
-    samples, reason = collect_samples(machine, first, 64 << 30)
-    assert [s.batch_size for s in samples] == [8, 16, 32] and reason is None
-    assert machine.calls == [8, 16, 32]
+    peaks, reason = choose_sizes(machine, 8, machine.peak(8), 64 << 30)
+    assert peaks == {n: machine.peak(n) for n in (8, 16, 32)} and reason is None
+    assert machine.calls == [16, 32]
 
 
 def test_heavy_weights_cap_the_first_try_then_the_samples_spread_to_4x() -> None:
@@ -77,13 +73,6 @@ def test_plenty_of_memory_and_four_points_gives_2x_4x_and_8x() -> None:
     assert machine.calls == [16, 32, 64]  # each after the one below refined the estimate
 
 
-def _raises(error: type[Exception]) -> Callable[[int], Sample]:
-    def measure(n: int) -> Sample:
-        raise error(f"fake failure at {n}")
-
-    return measure
-
-
 def test_three_points_when_asked_for_three_and_half_when_asked_for_more() -> None:
     assert run(Machine(), 8, 64 << 30, max_points=3) == ([8, 16, 32], None)
     assert run(Machine(), 8, 64 << 30, max_points=6) == ([2, 4, 8, 16, 32, 64], None)
@@ -91,18 +80,13 @@ def test_three_points_when_asked_for_three_and_half_when_asked_for_more() -> Non
 
 def test_fits_from_the_samples_recover_the_machine() -> None:
     machine = Machine(a=0.25, b=3.0, c=3 * MB, d=70 * MB)
-    first = machine(16)
-    samples, reason = collect_samples(machine, first, 8 << 30)
+    peaks, reason = choose_sizes(machine, 16, machine.peak(16), 8 << 30)
     models = PerformanceModels.from_samples(
-        [s.batch_size for s in samples],
-        [s.iteration_ms for s in samples],
-        [s.peak_bytes for s in samples],
-        8 << 30,
-        reason,
+        list(peaks), [machine.a * n + machine.b for n in peaks], list(peaks.values()),
+        8 << 30, reason,
     )
     assert models.can_manipulate
     assert models.time.slope == pytest.approx(0.25) and models.memory.slope == pytest.approx(3 * MB)
-    assert samples[0] is first
 
 
 def test_memory_limit_below_4x_spreads_below_the_estimated_max() -> None:
@@ -163,20 +147,18 @@ def test_custom_out_of_memory_type_is_caught_and_others_propagate() -> None:
 
 
 def test_other_errors_propagate() -> None:
-    def broken(n: int) -> Sample:
-        if n != 8:
-            raise RuntimeError("shape mismatch")
-        return Sample(8, 1.0, 100)
+    def broken(n: int) -> int:
+        raise RuntimeError("shape mismatch")
 
     with pytest.raises(RuntimeError, match="shape mismatch"):
-        collect_samples(broken, broken(8), 0)
+        choose_sizes(broken, 8, 100, 0)
 
 
-def scripted(outcomes: Iterable[bool], machine: Machine) -> Callable[[int], Sample]:
+def scripted(outcomes: Iterable[bool], machine: Machine) -> Callable[[int], int]:
     """A measure that fails (out of memory) on the calls marked False, whatever the size."""
     it = iter(outcomes)
 
-    def measure(n: int) -> Sample:
+    def measure(n: int) -> int:
         if not next(it, True):
             machine.calls.append(n)
             raise MemoryError("fragmented")
@@ -187,11 +169,11 @@ def scripted(outcomes: Iterable[bool], machine: Machine) -> Callable[[int], Samp
 
 def test_transient_out_of_memory_sequence_still_gets_enough_points() -> None:
     machine = Machine()
-    first = machine(8)
-    samples, reason = collect_samples(scripted([False, True, True, True], machine), first, 0)
-    sizes = [s.batch_size for s in samples]
+    peaks, reason = choose_sizes(scripted([False, True, True, True], machine), 8,
+                                 machine.peak(8), 0)
+    sizes = list(peaks)
     assert reason is None and len(sizes) >= 3
-    assert machine.calls[1] == 16  # after the failure at 16: halfway to the last good size, 12
+    assert machine.calls[0] == 16  # after the failure at 16: halfway to the last good size, 12
     assert 12 in sizes
 
 
@@ -203,9 +185,8 @@ def test_after_two_failures_above_only_smaller_sizes_are_tried() -> None:
 
 def test_every_measurement_out_of_memory_gives_up_with_a_reason() -> None:
     always = Machine(oom_above=0)
-    first = Sample(8, 8.0, 8 * MB)
-    samples, reason = collect_samples(always, first, 0)
-    assert samples == [first]
+    peaks, reason = choose_sizes(always, 8, 8 * MB, 0)
+    assert peaks == {8: 8 * MB}
     assert len(always.calls) == MAX_FAILURES
     assert "ran out of memory" in reason and "predictions need 3" in reason
 
@@ -252,7 +233,7 @@ def test_huge_batch() -> None:
 @pytest.mark.parametrize(("user", "points"), [(0, 4), (8, 2)])
 def test_invalid_arguments(user: int, points: int) -> None:
     with pytest.raises(ValueError):
-        collect_samples(Machine(), Sample(user, 1.0, 1), 0, max_points=points)
+        choose_sizes(Machine(), user, 1, 0, max_points=points)
 
 
 @settings(max_examples=200, deadline=None)
@@ -269,16 +250,16 @@ def test_sampling_invariants(
 ) -> None:
     machine = Machine(c=c, d=d, oom_above=oom_above)
     capacity = int(machine.peak(user) * capacity_factor)
-    first = Sample(user, machine.a * user + machine.b, machine.peak(user))
-    samples, reason = collect_samples(machine, first, capacity, max_points=max_points)
-    sizes = [s.batch_size for s in samples]
+    peaks, reason = choose_sizes(machine, user, machine.peak(user), capacity,
+                                 max_points=max_points)
+    sizes = list(peaks)
     assert sizes == sorted(set(sizes)) and user in sizes
     assert len(sizes) <= max_points
     assert len(machine.calls) == len(set(machine.calls))  # never the same size twice
     assert len(machine.calls) <= max_points - 1 + MAX_FAILURES
     assert all(n >= 1 for n in machine.calls) and user not in machine.calls
     assert (reason is None) == (len(sizes) >= 3)
-    kept = [s for s in samples if s.batch_size != user]
-    assert all(capacity <= 0 or s.peak_bytes <= capacity for s in kept)
-    assert all(oom_above is None or s.batch_size <= oom_above for s in kept)
+    kept = {n: peak for n, peak in peaks.items() if n != user}
+    assert all(capacity <= 0 or peak <= capacity for peak in kept.values())
+    assert all(oom_above is None or n <= oom_above for n in kept)
     assert all(n <= 8 * user for n in machine.calls)

@@ -14,11 +14,12 @@ from scripted_chunks import script_chunks  # noqa: E402
 
 from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
-from skyline_nb.profiler import iteration  # noqa: E402
+from skyline_nb.profiler import iteration, timing  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.iteration import measure_iteration  # noqa: E402
 from skyline_nb.profiler.providers import Trial  # noqa: E402
-from skyline_nb.profiler.sampling import collect_samples  # noqa: E402
+from skyline_nb.profiler.sampling import choose_sizes  # noqa: E402
+from skyline_nb.report import Sample  # noqa: E402
 
 PROVIDERS = (mlp.skyline_model_provider, mlp.skyline_input_provider,
              mlp.skyline_iteration_provider)
@@ -29,15 +30,19 @@ def measurer(budget: int | None):
     return device, lambda batch: measure_iteration(*PROVIDERS, batch, device)
 
 
+def peaks_of(measure: Callable[[int], Sample]) -> Callable[[int], int]:
+    return lambda batch: measure(batch).peak_bytes
+
+
 def test_samples_fit_an_exact_memory_line_and_invert() -> None:
     device, measure = measurer(None)
     first = measure(8)
-    samples, reason = collect_samples(measure, first, device.capacity_bytes(),
-                                      oom_errors=device.oom_types, max_points=3)
-    assert reason is None and [s.batch_size for s in samples] == [8, 16, 32]
+    peaks, reason = choose_sizes(peaks_of(measure), 8, first.peak_bytes,
+                                 device.capacity_bytes(), oom_errors=device.oom_types)
+    assert reason is None and list(peaks) == [8, 16, 32]
     models = PerformanceModels.from_samples(
-        [s.batch_size for s in samples], [s.iteration_ms for s in samples],
-        [s.peak_bytes for s in samples], device.capacity_bytes(),
+        list(peaks), [measure(n).iteration_ms for n in peaks], list(peaks.values()),
+        device.capacity_bytes(),
     )
     assert models.memory.slope > 0 and models.memory.r2 == pytest.approx(1.0)
     for batch in (8, 16, 32):
@@ -51,11 +56,10 @@ def test_cpu_budget_exceeded_backs_off() -> None:
     # so 32 is tried and the CPU tracker's CPUOutOfMemoryError is what stops it.
     budget = at_16.peak_bytes + (at_16.peak_bytes - first.peak_bytes) // 2
     device, measure = measurer(budget)
-    samples, reason = collect_samples(measure, first, 10 * budget,
-                                      oom_errors=device.oom_types, max_points=3)
-    sizes = [s.batch_size for s in samples]
-    assert reason is None and 32 not in sizes and 16 in sizes
-    assert all(s.peak_bytes <= budget for s in samples)
+    peaks, reason = choose_sizes(peaks_of(measure), 8, first.peak_bytes, 10 * budget,
+                                 oom_errors=device.oom_types)
+    assert reason is None and 32 not in peaks and 16 in peaks
+    assert all(peak <= budget for peak in peaks.values())
 
 
 def _counting_trial() -> tuple[Callable[[], Trial], list[int]]:
@@ -70,21 +74,27 @@ def _counting_trial() -> tuple[Callable[[], Trial], list[int]]:
     return build, steps
 
 
-def test_the_profile_trial_is_built_once_and_each_sample_costs_six_iterations(monkeypatch):
-    """40 ms iterations: the fresh trial takes 2 tracked warm-ups, 2 reference iterations
-    (under the memory reports: the first absorbs frees of older blocks) and 5 timed ones; a
-    sample at another size 2 reference iterations (one on the old inputs) and 2 timed that
-    agree, each followed by one at the user's batch (the ratio of the two is what counts)."""
+def test_the_profile_trial_is_built_once_and_samples_cost_their_rounds(monkeypatch):
+    """40 ms iterations: the fresh trial takes 2 tracked warm-ups and 1 reference iteration (the
+    step peak at the user's batch, in the same window) and 3 timed ones before samples; a
+    sample's peak 2 iterations (one on the old inputs); two samples are timed in 2 rounds of 3
+    iterations (the user's batch, 16, 32), whose user iterations complete the headline."""
     script_chunks(monkeypatch, [(40.0, 0.0)])
     build, steps = _counting_trial()
     device = resolve_device("cpu")
     inputs = lambda n: ((), {}, [torch.zeros(n)])  # noqa: E731
-    headline, warm = iteration.measure_level1(build, device, 8, inputs_for=inputs)
-    assert headline.converged and headline.iteration_ms == 40.0 and steps[0] == 2 + 2 + 5
+    headline, warm = iteration.measure_level1(build, device, 8, inputs_for=inputs,
+                                              precision=timing.HEADLINE_BEFORE_SAMPLES)
+    assert headline.iteration_ms == 40.0 and steps[0] == 2 + 1 + 3
     steps[0] = 0
-    sample = warm.measure_at(16)
-    assert sample.converged and sample.iteration_ms == 40.0 and steps[0] == 2 + 2 + 2
-    assert sample.peak_bytes == headline.peak_bytes + 8 * 4  # 8 more float32 input elements
+    peaks = {n: warm.peak_at(n) for n in (16, 32)}
+    assert steps[0] == 2 + 2
+    assert peaks[16] == headline.peak_bytes + 8 * 4  # 8 more float32 input elements
+    steps[0] = 0
+    sampled = warm.time_sizes([16, 32])
+    assert steps[0] == 2 * 3 and [s.ratio for s in sampled] == [1.0, 1.0]
+    assert all(s.converged for s in sampled)
+    assert headline.converged and len(headline.timing.ms) == 5
 
 
 @pytest.mark.parametrize("example", ["mlp", "cnn", "transformer", "lstm"])
@@ -110,24 +120,29 @@ def test_warm_samples_have_the_peak_of_a_fresh_trial_to_the_byte(example: str) -
 
     with isolated(device):
         _, warm = fresh(8)
-        sampled = {n: warm.measure_at(n).peak_bytes for n in (16, 4)}
+        sampled = {n: warm.peak_at(n) for n in (16, 4)}
         del warm
         expected = {n: fresh(n)[0].peak_bytes for n in (16, 4)}
     assert all(abs(sampled[n] - expected[n]) <= 64 for n in expected), (sampled, expected)
 
 
 def test_with_the_users_profiler_running_samples_fall_back_to_the_tracker() -> None:
-    """torch refuses a second profiler: the live-storage tracker measures both sides."""
+    """torch allows one profiler: with the user's running, the live-storage tracker measures
+    both sides (within 1 %: it counts what ops return, not what the allocator hands out), and
+    the user's profiler keeps recording afterwards."""
     from skyline_nb.profiler.providers import build_trial, load_providers
     from skyline_nb.profiler.stacks import UserCode
 
     providers = load_providers(*PROVIDERS, UserCode(Path(mlp.__file__).parent))
     device = resolve_device("cpu")
     inputs = iteration.warm_inputs(providers, device)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as users:
         _, warm = iteration.measure_level1(lambda: build_trial(providers, 8, device), device, 8,
                                            inputs_for=inputs)
-        sampled = warm.measure_at(16).peak_bytes
+        sampled = warm.peak_at(16)
         fresh, _ = iteration.measure_level1(lambda: build_trial(providers, 16, device), device,
                                             16)
-    assert sampled == fresh.peak_bytes > 4 * 2**20
+        torch.ones(3).cumsum(0)
+    assert fresh.peak_bytes > 4 * 2**20
+    assert abs(sampled - fresh.peak_bytes) <= 0.01 * fresh.peak_bytes
+    assert any(event.name == "aten::cumsum" for event in users.events())
