@@ -3,8 +3,8 @@ PYTHON ?= python3
 TORCH_SPEC ?= torch==2.13.0
 VENV := .venv
 BIN := $(VENV)/bin
-JS_SRC := $(wildcard js/src/*.js js/src/*.css)
-LABEXT_SRC := $(wildcard js/labextension/*.js js/labextension/package.json)
+JS_SRC := $(wildcard js/src/*.js js/src/*.css js/shared/*.js)
+LABEXT_SRC := $(wildcard js/labextension/*.js js/labextension/package.json js/shared/*.js)
 WIDGET_BUNDLE := skyline_nb/widget/static/widget.js
 LABEXT_BUILT := skyline_nb/labextension/package.json
 PORT ?= 8888

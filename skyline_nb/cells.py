@@ -190,11 +190,3 @@ def _register_run(name: str, cell_id: str | None, raw: str, transformed: str) ->
     offset = leading_blank_lines(raw) - leading_blank_lines(transformed)
     return register(name, cell_id, transformed, first_line=1 + max(0, offset), cell_source=raw)
 
-
-def pre_run_cell(info: Any) -> None:
-    """The ``pre_run_cell`` hook for the current IPython shell (``get_ipython()``)."""
-    from IPython import get_ipython
-
-    ip = get_ipython()
-    if ip is not None:
-        make_pre_run_cell_hook(ip)(info)

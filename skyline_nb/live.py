@@ -1,10 +1,19 @@
 """A live profile: one widget bound to the user's providers and the cell that defines them.
 
 The magic creates one ``LiveProfile`` per ``%skyline`` run. It owns the widget's kernel side:
-profiling (with progress in the ``status`` trait and errors in ``error``), answering the front
-end's messages (re-profile, measure at N, locate the batch-size literal in the cell's CURRENT
-text), and re-profiling when the source cell runs again. Only this module and ``magic.py`` join
-the profiler to the widget; neither knows how the other works inside.
+profiling (with progress in the ``status`` trait and errors in ``error``), serving the front end,
+and re-profiling when the source cell runs again. Only this module and ``magic.py`` join the
+profiler to the widget; neither knows how the other works inside.
+
+The front end reaches the kernel two ways, named in ``js/shared/protocol.js``:
+
+* requests that want an answer are anywidget commands (``experimental.invoke`` in the front end,
+  ``@anywidget.experimental.command`` here, which pairs each answer with its request): ``ping``
+  (does a kernel object serve this widget?) and ``locate`` (the ``LiteralEdit`` that sets the
+  batch size in the cell's text as it is now; the kernel is the one authority on where the
+  literal is and what replaces it);
+* ``{"kind": ...}`` messages that only start work, whose results come back in traits:
+  ``reprofile`` and ``measure``.
 """
 
 from __future__ import annotations
@@ -13,6 +22,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from anywidget.experimental import command
 
 from skyline_nb import cells
 from skyline_nb import source as source_edit
@@ -43,6 +54,24 @@ class SourceCell:
     file: str | None = None
 
 
+class LiveWidget(SkylineWidget):
+    """A ``SkylineWidget`` that a ``LiveProfile`` serves: it answers the front end's commands."""
+
+    def __init__(self, profile: LiveProfile) -> None:
+        super().__init__(live=True)
+        self._profile = profile
+
+    @command
+    def ping(self, _msg: Any, _buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """Say a kernel object serves this widget (a widget restored from saved state has none)."""
+        return {"ok": True}, []
+
+    @command
+    def locate(self, msg: Any, _buffers: list[bytes]) -> tuple[dict[str, Any], list[bytes]]:
+        """The edit that sets the batch size in the cell's current text (``locate_edit``)."""
+        return self._profile.locate_edit(msg), []
+
+
 class LiveProfile:
     """The kernel side of one widget: profile, then serve its messages until it is closed."""
 
@@ -52,7 +81,8 @@ class LiveProfile:
         self.cell = cell
         self._profile_fn = profile_fn
         self.report: Report | None = None
-        self.widget = SkylineWidget(live=True)
+        self.widget = LiveWidget(self)
+        self._handlers = {"reprofile": self._reprofile, "measure": self._measure}
         self.widget.on_msg(self._on_msg)
         self.widget.observe(self._on_edit_target, names=["edit_target"])
         self._handle: Any = None
@@ -128,19 +158,19 @@ class LiveProfile:
                 code="", editable=False,
                 reason="the input provider was not defined in a notebook cell of this session",
             )
-        answer = source_edit.locate_for_edit(self.cell.code, variable=self.request.batch_size_var)
-        if not answer["ok"]:
-            return BatchSizeSource(code=self.cell.code, editable=False, reason=answer["reason"],
+        try:
+            loc = source_edit.find_batch_size_literal(
+                self.cell.code, variable=self.request.batch_size_var)
+        except source_edit.SourceEditRefused as exc:
+            return BatchSizeSource(code=self.cell.code, editable=False, reason=str(exc),
                                    cell_id=self.cell.cell_id, file=self.cell.file)
         reason = None
-        if answer["value"] != batch_size:
-            reason = (f"profiled at batch size {batch_size}, but the cell's literal is "
-                      f"{answer['value']}")
+        if loc.value != batch_size:
+            reason = f"profiled at batch size {batch_size}, but the cell's literal is {loc.value}"
         return BatchSizeSource(
-            code=self.cell.code, editable=True, kind=answer["target"],
-            start=answer["start"], end=answer["end"], value=answer["value"],
-            cell_id=self.cell.cell_id, file=self.cell.file, reason=reason,
-            start_utf16=answer["start_utf16"], end_utf16=answer["end_utf16"],
+            code=self.cell.code, editable=True, kind=loc.target, start=loc.start, end=loc.end,
+            value=loc.value, cell_id=self.cell.cell_id, file=self.cell.file, reason=reason,
+            start_utf16=loc.start_utf16, end_utf16=loc.end_utf16,
         )
 
     def _on_edit_target(self, change: dict[str, Any]) -> None:
@@ -164,12 +194,10 @@ class LiveProfile:
 
     # ---- front-end messages -------------------------------------------------------------
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
-        kind = content.get("kind")
-        handlers = {"reprofile": self._reprofile, "measure": self._measure,
-                    "locate": self._answer_locate, "ping": self._pong}
-        handler = handlers.get(kind)
+        """Start the work a ``{"kind": ...}`` message asks for; other messages (anywidget's own
+        commands among them) are not for this handler."""
+        handler = self._handlers.get(content.get("kind")) if isinstance(content, dict) else None
         if handler is None:
-            self.widget.send({"kind": "error", "message": f"unknown message kind {kind!r}"})
             return
         try:
             handler(content)
@@ -177,9 +205,15 @@ class LiveProfile:
             self.widget.status = ""
             self.widget.error = _readable(exc)
 
-    def _pong(self, _content: dict[str, Any]) -> None:
-        """Tell the front end a kernel serves this widget (saved state alone does not)."""
-        self.widget.send({"kind": "pong"})
+    def locate_edit(self, msg: Any) -> dict[str, Any]:
+        """``source.locate_for_edit`` of ``msg["code"]`` (the cell's text now: the user may have
+        typed since it ran) and ``msg["batch_size"]``: ``{"ok": True, "edit": {...}}`` with the
+        edit in UTF-16 code units, or ``{"ok": False, "reason": ...}`` for a refused edit."""
+        code = msg.get("code") if isinstance(msg, dict) else None
+        size = msg.get("batch_size") if isinstance(msg, dict) else None
+        if not isinstance(code, str) or isinstance(size, bool) or not isinstance(size, int):
+            return {"ok": False, "reason": "the request needs the cell's text and a batch size"}
+        return source_edit.locate_for_edit(code, size, variable=self.request.batch_size_var)
 
     def _reprofile(self, content: dict[str, Any]) -> None:
         size = content.get("batch_size")
@@ -203,17 +237,6 @@ class LiveProfile:
             "peak_bytes": sample.peak_bytes,
             "throughput": 1000.0 * sample.batch_size / sample.iteration_ms,
         }
-
-    def _answer_locate(self, content: dict[str, Any]) -> None:
-        """Re-find the literal in the cell's current text (the user may have typed since)."""
-        code = content.get("code")
-        value = content.get("batch_size")
-        answer = source_edit.locate_for_edit(
-            code if isinstance(code, str) else (self.cell.code if self.cell else ""),
-            int(value) if value is not None else None,
-            variable=self.request.batch_size_var,
-        )
-        self.widget.send({"kind": "located", "request": content.get("request"), **answer})
 
     # ---- watching the source cell -------------------------------------------------------
     def on_cell_ran(self, cell_id: str | None, code: str) -> bool:
@@ -269,9 +292,11 @@ def variable_input_provider(input_p: Callable[..., Any], namespace: dict[str, An
 
 
 def _edit_target(source: BatchSizeSource) -> dict[str, Any]:
+    """What the front end edits while the cell is as it ran: the cell and the literal's span in
+    UTF-16 code units; ``{}`` when the literal cannot be edited."""
     if not source.editable:
         return {}
-    keys = ("cell_id", "kind", "start", "end", "start_utf16", "end_utf16", "value")
+    keys = ("cell_id", "start_utf16", "end_utf16", "value")
     return {key: getattr(source, key) for key in keys}
 
 

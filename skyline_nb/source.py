@@ -33,9 +33,11 @@ Only plain decimal literals are edited: ``0x20``, ``0o40``, ``3_2`` are refused 
 rewritten in a different spelling; so are ``True``, negative numbers, zero and expressions.
 
 IPython-only lines (a first-line ``%%skyline``, ``%time ...``, ``!cmd``, ``x = !cmd``) are turned
-into same-length Python before parsing, so every offset refers to the original cell text.
-Offsets are given twice: Python ``str`` indices (``start``/``end``) and UTF-16 code-unit indices
-(``start_utf16``/``end_utf16``) for JupyterLab's shared model, which uses JavaScript strings.
+into same-length Python before parsing (``ipython_lines``), so every offset refers to the
+original cell text. Offsets are given twice: Python ``str`` indices (``start``/``end``) and
+UTF-16 code-unit indices (``start_utf16``/``end_utf16``) for the front end, whose editors index
+JavaScript strings: the kernel is the one authority on where the literal is, and the front end
+applies its ``LiteralEdit`` without counting characters itself.
 """
 
 from __future__ import annotations
@@ -46,15 +48,13 @@ import warnings
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from skyline_nb.ipython_lines import EOL, NotPython, as_python
+
 DEFAULT_PROVIDER_NAMES = ("skyline_input_provider", "deepview_input_provider")
 DEFAULT_VARIABLE = "batch_size"
 PARAMETER = "batch_size"
-# Cell magics whose body is Python; the body of any other (%%bash, %%html...) is never edited.
-PYTHON_CELL_MAGICS = frozenset({"skyline", "time", "timeit", "capture", "prun", "debug"})
 
-_EOL = re.compile(r"(\r\n|\r|\n)")  # the line breaks Python's tokenizer knows (not splitlines)
 _DECIMAL = re.compile(r"[0-9]+")
-_ASSIGN_MAGIC = re.compile(r"\s*[^\W\d][\w.]*(?:\s*,\s*[^\W\d][\w.]*)*\s*=\s*(?=[%!])")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 Target = Literal["signature_default", "module_variable"]
@@ -87,73 +87,11 @@ class LiteralLocation:
         return {**asdict(self), "description": self.describe()}
 
 
-def as_python(code: str) -> str:
-    """The cell with IPython-only lines replaced by same-length Python (``%time f()`` -> ``0#ime
-    f()``), as IPython's transformers would remove them; every character position and line break
-    is unchanged, so AST positions map straight back onto ``code``. Only lines that start a
-    logical line are touched: a ``%`` continuing an expression or inside a string is Python."""
-    parts = _EOL.split(code)  # line, break, line, break, ..., line
-    first, continued = True, False
-    depth, quote = 0, ""  # bracket depth and the open string's delimiter carried across lines
-    for k in range(0, len(parts), 2):
-        if depth == 0 and not quote and not continued:
-            parts[k] = _neutralize_line(parts[k], first)
-            first = first and not parts[k].strip()
-        depth, quote, continued = _scan(parts[k], depth, quote)
-    return "".join(parts)
-
-
-def _neutralize_line(line: str, first: bool) -> str:
-    stripped = line.lstrip()
-    if first and stripped.startswith("%%"):
-        name = stripped[2:].split(maxsplit=1)[0] if stripped[2:].strip() else ""
-        if name not in PYTHON_CELL_MAGICS:
-            raise SourceEditRefused(f"the cell runs `%%{name}`, whose body is not Python")
-    assign = _ASSIGN_MAGIC.match(line)  # `x = !cmd`: x is bound, but not to a literal
-    if assign:
-        at, stand_in = assign.end(), "_"
-    elif stripped[:1] in ("%", "!"):
-        at, stand_in = len(line) - len(stripped), "0"
-    else:
-        return line
-    rest = line[at:]
-    return line[:at] + stand_in + ("#" + rest[2:] if len(rest) > 1 else "")
-
-
-def _scan(line: str, depth: int, quote: str) -> tuple[int, str, bool]:
-    """Bracket depth, open string and backslash continuation after ``line``: enough to know
-    whether the next line starts a logical line (where IPython looks for magics)."""
-    i, n = 0, len(line)
-    while i < n:
-        if quote:
-            if line[i] == "\\":
-                i += 2
-            elif line.startswith(quote, i):
-                i, quote = i + len(quote), ""
-            else:
-                i += 1
-            continue
-        ch = line[i]
-        if ch == "#":
-            break
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth = max(0, depth - 1)
-        elif ch in "\"'":
-            quote = line[i : i + 3] if line[i : i + 3] in ('"""', "'''") else ch
-            i += len(quote)
-            continue
-        elif ch == "\\" and i == n - 1:
-            return depth, quote, True
-        i += 1
-    if len(quote) == 1 and not line.endswith("\\"):
-        quote = ""  # an unterminated one-line string is a syntax error; don't carry it on
-    return depth, quote, False
-
-
 def _parse(code: str) -> ast.Module:
-    python = as_python(code)  # may refuse a non-Python cell magic itself
+    try:
+        python = as_python(code)
+    except NotPython as exc:
+        raise SourceEditRefused(str(exc)) from None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "\d" in user strings must not become an error
@@ -195,6 +133,53 @@ def find_batch_size_literal(
     raise SourceEditRefused(f"`{fn.name}` has no `{PARAMETER}` parameter and does not read `{var}`")
 
 
+@dataclass(frozen=True)
+class LiteralEdit:
+    """Setting the batch size: the literal at ``location`` becomes ``text``.
+
+    The one edit of the literal, whichever language applies it: ``apply`` here, and the front
+    end's one writer (``writeEdit`` in ``js/shared/write.js``) from ``for_editor()``.
+    """
+
+    location: LiteralLocation
+    text: str
+
+    def apply(self, code: str) -> str:
+        """``code``, the text the edit was planned on, with the literal replaced by ``text``."""
+        return code[: self.location.start] + self.text + code[self.location.end :]
+
+    def for_editor(self) -> dict[str, Any]:
+        """The edit in UTF-16 code units (JavaScript string indices), applied verbatim by the
+        front end: replace ``[start, end)``, which must still read ``expected``, by ``text``."""
+        loc = self.location
+        return {"start": loc.start_utf16, "end": loc.end_utf16, "expected": loc.text,
+                "text": self.text}
+
+
+def plan_edit(
+    code: str,
+    new_value: int,
+    *,
+    provider_name: str | None = None,
+    variable: str | None = None,
+    expected_value: int | None = None,
+) -> LiteralEdit:
+    """The edit that sets the batch size in ``code`` (the cell as it is now) to ``new_value``.
+
+    Raises ``SourceEditRefused`` when the literal cannot be found safely, or, when
+    ``expected_value`` is given, when the literal no longer holds it (the user typed another
+    value by hand since: a caller that applies a drag later, not at once, lets the hand win).
+    """
+    if not isinstance(new_value, int) or isinstance(new_value, bool):
+        raise TypeError(f"new_value must be an int, not {type(new_value).__name__}")
+    if new_value < 1:
+        raise SourceEditRefused(f"a batch size must be at least 1, not {new_value}")
+    loc = find_batch_size_literal(code, provider_name=provider_name, variable=variable)
+    if expected_value is not None and loc.value != expected_value:
+        raise SourceEditRefused(f"{loc.describe()} is now {loc.value}, not {expected_value}")
+    return LiteralEdit(loc, str(new_value))
+
+
 def rewrite_batch_size(
     code: str,
     new_value: int,
@@ -205,50 +190,30 @@ def rewrite_batch_size(
 ) -> str:
     """``code`` with the batch-size literal replaced by ``new_value``; nothing else changes.
 
-    The literal is re-located in ``code`` as it is now. ``expected_value`` is for callers that
-    insist on the value they profiled: left as ``None`` (the default), a value the user typed by
-    hand since is simply overwritten, since the drag is the user's latest word on it.
+    The one Python writer of the literal. Raises ``SourceEditRefused`` as ``plan_edit`` does.
     """
-    loc = _checked(code, new_value, expected_value, (provider_name, variable))
-    return code[: loc.start] + str(new_value) + code[loc.end :]
+    edit = plan_edit(code, new_value, provider_name=provider_name, variable=variable,
+                     expected_value=expected_value)
+    return edit.apply(code)
 
 
 def locate_for_edit(
     code: str,
-    new_value: int | None = None,
+    new_value: int,
     *,
     provider_name: str | None = None,
     variable: str | None = None,
-    expected_value: int | None = None,
 ) -> dict[str, Any]:
-    """A JSON-ready answer for the front end, which never raises for a refused edit.
+    """``plan_edit`` as a JSON-ready answer for the front end; never raises for a refused edit.
 
-    ``{"ok": True, **LiteralLocation.as_dict(), "replacement": "64"}`` (``replacement`` only when
-    ``new_value`` is given): the editor applies ``updateSource(start_utf16, end_utf16,
-    replacement)``. ``{"ok": False, "reason": "..."}`` otherwise; show the reason, edit nothing.
+    ``{"ok": True, **LiteralLocation.as_dict(), "edit": LiteralEdit.for_editor()}``: the front
+    end applies ``edit`` verbatim. ``{"ok": False, "reason": "..."}``: show it, edit nothing.
     """
     try:
-        loc = _checked(code, new_value, expected_value, (provider_name, variable))
+        edit = plan_edit(code, new_value, provider_name=provider_name, variable=variable)
     except SourceEditRefused as exc:
         return {"ok": False, "reason": str(exc)}
-    answer = {"ok": True, **loc.as_dict()}
-    if new_value is not None:
-        answer["replacement"] = str(new_value)
-    return answer
-
-
-def _checked(
-    code: str, new_value: int | None, expected: int | None, names: tuple[str | None, str | None]
-) -> LiteralLocation:
-    if new_value is not None:
-        if not isinstance(new_value, int) or isinstance(new_value, bool):
-            raise TypeError(f"new_value must be an int, not {type(new_value).__name__}")
-        if new_value < 1:
-            raise SourceEditRefused(f"a batch size must be at least 1, not {new_value}")
-    loc = find_batch_size_literal(code, provider_name=names[0], variable=names[1])
-    if expected is not None and loc.value != expected:
-        raise SourceEditRefused(f"{loc.describe()} is now {loc.value}, not {expected}")
-    return loc
+    return {"ok": True, **edit.location.as_dict(), "edit": edit.for_editor()}
 
 
 def _find_provider(tree: ast.Module, names: tuple[str, ...]) -> ast.FunctionDef | None:
@@ -382,7 +347,7 @@ def _int_literal(node: ast.expr, what: str) -> ast.Constant:
 def _locate(code: str, node: ast.Constant, target: Target, name: str, what: str) -> LiteralLocation:
     """Turn the node's (line, UTF-8 byte column) into str and UTF-16 offsets into ``code``."""
     assert node.end_lineno == node.lineno and node.end_col_offset is not None
-    parts = _EOL.split(code)
+    parts = EOL.split(code)
     line_start = sum(map(len, parts[: 2 * node.lineno - 2]))
     raw = parts[2 * node.lineno - 2].encode("utf-8")
     start = line_start + len(raw[: node.col_offset].decode("utf-8"))

@@ -1,15 +1,10 @@
-// skyline-nb companion plugin for JupyterLab 4 and Notebook 7: applies the skyline widget's
-// batch-size edits to the notebook cell, by cell id, as one undo step. No runtime dependency:
-// the app is reached through `app.shell`, and the protocol lives in edit.js.
-import {
-  EDIT_EVENT,
-  FIND_EVENT,
-  READ_EVENT,
-  applyEdit,
-  findCell,
-  findCellBySource,
-  invalidDetail,
-} from "./edit.js";
+// skyline-nb companion plugin for JupyterLab 4 and Notebook 7: answers the skyline widget's
+// events (js/shared/protocol.js) on the notebook's cells, by cell id, and applies the kernel's
+// batch-size edits with the one front-end writer (js/shared/cells.js `writeEdit`). No runtime
+// dependency: the app is reached through `app.shell`.
+import { invalidEdit, textOf, writeEdit } from "../shared/cells.js";
+import { EVENTS } from "../shared/protocol.js";
+import { findCell, findCellBySource } from "./edit.js";
 
 function mainAreaWidgets(shell) {
   const widgets = typeof shell.widgets === "function" ? [...shell.widgets("main")] : [];
@@ -23,7 +18,7 @@ function onEditSource(app, event) {
   if (event.defaultPrevented) return; // another copy of this extension already answered
   const detail = event.detail;
   if (!detail || typeof detail !== "object") return;
-  const invalid = invalidDetail(detail);
+  const invalid = invalidEdit(detail);
   if (invalid) {
     event.preventDefault();
     detail.result = { ok: false, message: invalid };
@@ -36,7 +31,7 @@ function onEditSource(app, event) {
   }
   event.preventDefault();
   try {
-    detail.result = applyEdit(cell, detail);
+    detail.result = writeEdit(cell, detail);
   } catch (error) {
     detail.result = { ok: false, message: `The edit failed: ${error?.message ?? error}` };
   }
@@ -57,11 +52,11 @@ function answering(app, key, answer) {
   };
 }
 
-// A read request gets the cell's current source, so the widget can re-locate the literal (by
-// AST, in the kernel) when the user typed since profiling, before it asks for an edit.
+// A read request gets the cell's current text, which the widget sends to the kernel to locate
+// the literal in (by AST) when the user typed since profiling.
 function readSource(widgets, target, cellId) {
   const cell = findCell(widgets, target, cellId);
-  return cell && { source: cell.getSource() };
+  return cell && { source: textOf(cell) };
 }
 
 // A find request gets the id of the one cell whose text is exactly the code that ran (a cell that
@@ -78,9 +73,9 @@ const plugin = {
   autoStart: true,
   requires: [],
   activate(app) {
-    document.addEventListener(EDIT_EVENT, (event) => onEditSource(app, event));
-    document.addEventListener(READ_EVENT, answering(app, "cellId", readSource));
-    document.addEventListener(FIND_EVENT, answering(app, "source", findBySource));
+    document.addEventListener(EVENTS.EDIT, (event) => onEditSource(app, event));
+    document.addEventListener(EVENTS.READ, answering(app, "cellId", readSource));
+    document.addEventListener(EVENTS.FIND, answering(app, "source", findBySource));
   },
 };
 

@@ -5,6 +5,7 @@
 
 import { h } from "./dom.js";
 import { createError, createStatus, renderEmpty, renderHeader, renderWarnings } from "./header.js";
+import { connectKernel } from "./kernel.js";
 import { createReportView } from "./reportview.js";
 import { createTooltip } from "./tooltip.js";
 import "./widget.css";
@@ -89,7 +90,9 @@ export function createView({ model, el }) {
   };
 }
 
-function render({ model, el }) {
+/** anywidget's entry; `experimental.invoke` is how this view asks its kernel object. */
+function render({ model, el, experimental }) {
+  connectKernel(model, experimental?.invoke);
   return createView({ model, el });
 }
 

@@ -1,10 +1,12 @@
 // A cell that ran before `%load_ext skyline_nb`: the kernel knows its text, not its id. The
 // widget's applyEdit (js/src/edit.js) finds it by an exact, unique match of that text, through
 // the REAL companion extension (js/labextension/index.js, activated on a notebook panel whose
-// shared cells behave like JupyterLab's), else through the widget manager's shared model.
+// shared cells behave like JupyterLab's), else through the widget manager's shared model; both
+// write with the one writer (js/shared/cells.js).
 import { afterEach, beforeAll, describe, expect, test } from "vitest";
 import plugin from "../labextension/index.js";
 import { applyEdit } from "../src/edit.js";
+import { locateLiteral, servedModel } from "./fake-kernel.js";
 import { fakeModel, loadReport } from "./helpers.js";
 
 const shell = { widgets: [] };
@@ -40,8 +42,8 @@ function openNotebook(cells) {
 function lateReport() {
   const report = loadReport("small");
   report.source.cell_id = null;
-  const { kind, start, end, start_utf16, end_utf16, value } = report.source;
-  const model = fakeModel({ report, edit_target: { cell_id: null, kind, start, end, start_utf16, end_utf16, value } });
+  const { start_utf16, end_utf16, value } = report.source;
+  const model = fakeModel({ report, edit_target: { cell_id: null, start_utf16, end_utf16, value } });
   return { report, model, code: report.source.code };
 }
 
@@ -55,10 +57,12 @@ describe("through the companion extension", () => {
     const first = await applyEdit({ el, model, report, batch: 48 });
     expect(first).toMatchObject({ ok: true, via: "event" });
     expect(texts(cells)).toEqual(["import torch", code.replace("batch_size=32", "batch_size=48"), "%load_ext skyline_nb\n%skyline"]);
-    expect(model.get("edit_target")).toMatchObject({ cell_id: "providers", start: report.source.start });
+    expect(model.get("edit_target")).toMatchObject({ cell_id: "providers", start_utf16: report.source.start_utf16 });
     expect(model.saved).toBe(1); // synced: the kernel adopts the id
 
-    // The text no longer matches what ran; the id found the first time leads to the cell.
+    // The text no longer matches what ran: the id found the first time leads to the cell, and
+    // the kernel locates the literal in its text now.
+    await servedModel(model, locateLiteral);
     const second = await applyEdit({ el, model, report, batch: 64 });
     expect(second).toMatchObject({ ok: true, via: "event", message: expect.stringContaining("(was 48)") });
     expect(cells[1].source).toBe(code.replace("batch_size=32", "batch_size=64"));

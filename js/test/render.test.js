@@ -183,40 +183,6 @@ test("a new view of a dragged model starts at the chosen batch size", () => {
   expect(view.q("predicted-batch-size").textContent).toBe("32");
 });
 
-test("with a kernel: Re-profile and Measure at N send messages; the measurement shows", () => {
-  view = mount({ report: loadReport("small") });
-  expect(view.q("reprofile")).toBeNull(); // the fake model has no send(): no kernel, no buttons
-  view.unmount();
-  const sent = [];
-  const el = document.createElement("div");
-  const model = fakeModel({ report: loadReport("small") });
-  model.send = (msg) => (msg.kind === "ping" ? model.emit("msg:custom", { kind: "pong" }) : sent.push(msg));
-  const cleanup = widget.render({ model, el });
-  const q = (name) => el.querySelector(`[data-skyline="${name}"]`);
-  expect(q("reprofile").closest("[hidden]")).toBeNull(); // the kernel answered the ping
-  q("throughput-bar").dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp", bubbles: true }));
-  expect(q("measure").textContent).toBe("Measure at 33");
-  q("measure").click();
-  q("reprofile").click();
-  expect(sent).toEqual([{ kind: "measure", batch_size: 33 }, { kind: "reprofile" }]);
-  model.set("measurement", { batch_size: 33, iteration_ms: 2.0, peak_bytes: 3_900_000, throughput: 16500 });
-  expect(q("measurement").textContent).toContain("Measured at 33: 16,500 samples/s");
-  expect(q("measurement").textContent).toContain("predicted");
-  cleanup();
-  view = null;
-});
-
-test("saved state restored with no kernel object behind it (no pong): buttons stay hidden", () => {
-  const el = document.createElement("div");
-  const model = fakeModel({ report: loadReport("small"), live: true });
-  const sent = [];
-  model.send = (msg) => sent.push(msg);
-  const cleanup = widget.render({ model, el });
-  expect(sent).toEqual([{ kind: "ping" }]);
-  expect(el.querySelector('[data-skyline="reprofile"]').closest("[hidden]")).not.toBeNull();
-  cleanup();
-});
-
 test("a kernel that says nobody serves the widget (live = false): no action buttons", () => {
   const el = document.createElement("div");
   const model = fakeModel({ report: loadReport("small"), live: false });

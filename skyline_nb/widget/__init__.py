@@ -23,12 +23,13 @@ class SkylineWidget(anywidget.AnyWidget):
         status: progress text while the kernel profiles ("" when idle).
         error: a readable error to show instead of (or above) the report ("" when none).
         selected_batch_size: set by the front end when a drag ends; None before any drag.
-        edit_target: where the batch-size literal lives ({cell_id, start, end, value, ...}),
-            or {} when the source cannot be edited (the reason is then in ``report.source``).
+        edit_target: where the batch-size literal lives ({cell_id, start_utf16, end_utf16,
+            value}), or {} when the source cannot be edited (the reason is in ``report.source``).
         measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
             throughput}), shown beside the prediction; {} before any.
-        live: true when a kernel-side ``LiveProfile`` answers this widget's messages
-            (Re-profile, Measure at N, locate); the front end hides those buttons otherwise.
+        live: true when a kernel-side ``LiveProfile`` serves this widget (Re-profile, Measure at
+            N, locating the literal: ``skyline_nb.live``); the front end hides those buttons
+            otherwise.
     """
 
     _esm = _STATIC / "widget.js"

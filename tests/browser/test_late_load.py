@@ -36,14 +36,17 @@ MEASURED = 16
 PROVIDERS = mlp_cell(256, 512, 10, MEASURED).rstrip("\n")  # a cell as typed: no final break
 PROFILE = "%load_ext skyline_nb\n%skyline"
 DRAG_BOUND = 8  # the drag stays within 8x the largest measured batch size (issue 12)
-# What the kernel holds of its latest profile: enough to check the bound and to say, when a
-# check fails, what the user would have seen.
+# The report the widget shows now: the kernel side's latest profile, a Re-profile's included
+# (``last_report()`` is the latest ``%skyline`` run's, which a Re-profile does not replace).
+SHOWN = "__import__('IPython').get_ipython()._skyline_nb_magics.live[-1].report"
+# What the kernel holds of it: enough to check the bound and to say, when a check fails, what
+# the user would have seen.
 REPORT_FACTS = (
     "(lambda r: {'samples': sorted({s.batch_size for s in r.samples} | {r.batch_size}),"
     " 'iteration_ms': r.iteration_ms, 'throughput': r.throughput,"
     " 'models': r.models and {'can_manipulate': r.models.can_manipulate,"
-    " 'reason': r.models.reason, 'max_throughput': r.models.max_throughput},"
-    " 'warnings': r.warnings})(__import__('skyline_nb').last_report())"
+    f" 'reason': r.models.reason, 'max_throughput': r.models.max_throughput}},"
+    f" 'warnings': r.warnings}})({SHOWN})"
 )
 
 
@@ -147,8 +150,7 @@ def test_a_throughput_drag_edits_a_cell_that_ran_before_load_ext(notebook):  # L
     assert MEASURED < after <= DRAG_BOUND * largest, (after, facts)
     # The id found by the cell's text reached the kernel (edit_target), which adopted it: running
     # that cell again now re-profiles this widget.
-    adopted = "__import__('skyline_nb').last_report().source.cell_id"
-    assert _kernel_value(notebook, adopted) == "providers"
+    assert _kernel_value(notebook, f"{SHOWN}.source.cell_id") == "providers"
 
 
 def test_two_identical_provider_cells_are_refused_as_ambiguous(notebook):  # Lab and NB 7

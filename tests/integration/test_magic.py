@@ -158,22 +158,6 @@ def test_usage_errors_come_before_any_profiling(ip, tmp_path):
         assert "ran" not in ip.user_ns and skyline_nb.last_report() is before
 
 
-def test_live_widget_answers_ping_and_locate(ip):
-    assert run(ip, PROVIDERS, "cell-p").success
-    assert run(ip, "%skyline --no-predict", "cell-q").success
-    live = ip._skyline_nb_magics.live[-1]
-    sent = []
-    live.widget.send = sent.append
-    live._on_msg(live.widget, {"kind": "ping"}, [])
-    edited = "# a comment the user typed\n" + PROVIDERS
-    live._on_msg(live.widget, {"kind": "locate", "code": edited, "batch_size": 40,
-                               "request": "r1"}, [])
-    assert sent[0] == {"kind": "pong"}
-    located = sent[1]
-    assert located["kind"] == "located" and located["request"] == "r1" and located["ok"]
-    assert edited[located["start"]:located["end"]] == "12" and located["replacement"] == "40"
-
-
 def test_a_failing_source_cell_shows_in_the_widget_until_it_runs_again(ip):
     run(ip, PROVIDERS, "cell-s")
     assert run(ip, "%skyline --no-predict", "cell-t").success

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from skyline_nb.ipython_lines import as_python
 from skyline_nb.source import (
     LiteralLocation,
     SourceEditRefused,
-    as_python,
     find_batch_size_literal,
     locate_for_edit,
+    plan_edit,
     rewrite_batch_size,
 )
 
@@ -366,8 +367,7 @@ def test_locate_for_edit_answer_for_the_front_end() -> None:
     code = "s = '😀'\n" + PROVIDER
     answer = locate_for_edit(code, 64)
     start = code.index("32")
-    assert answer == {
-        "ok": True,
+    location = {
         "start": start,
         "end": start + 2,
         "start_utf16": start + 1,
@@ -378,7 +378,19 @@ def test_locate_for_edit_answer_for_the_front_end() -> None:
         "target": "signature_default",
         "name": "skyline_input_provider",
         "description": "the default of `batch_size` in `skyline_input_provider` (line 2)",
-        "replacement": "64",
     }
-    assert "replacement" not in locate_for_edit(code)
-    assert locate_for_edit(code, 64, expected_value=16)["ok"] is False
+    # The edit the front end applies verbatim: UTF-16 offsets (the emoji counts 2), old and new.
+    edit = {"start": start + 1, "end": start + 3, "expected": "32", "text": "64"}
+    assert answer == {"ok": True, **location, "edit": edit}
+    refused = {"ok": False, "reason": "a batch size must be at least 1, not 0"}
+    assert locate_for_edit(code, 0) == refused
+
+
+def test_the_editor_edit_and_the_python_rewrite_are_the_same_edit() -> None:
+    code = "# 🚀 é\n" + PROVIDER
+    edit = plan_edit(code, 128)
+    utf16 = code.encode("utf-16-le")
+    js = edit.for_editor()
+    assert utf16[2 * js["start"] : 2 * js["end"]].decode("utf-16-le") == js["expected"] == "32"
+    as_js = utf16[: 2 * js["start"]] + js["text"].encode("utf-16-le") + utf16[2 * js["end"] :]
+    assert as_js.decode("utf-16-le") == edit.apply(code) == rewrite_batch_size(code, 128)

@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skyline_nb.ipython_lines import as_python
 from skyline_nb.source import (
     SourceEditRefused,
-    as_python,
     find_batch_size_literal,
     locate_for_edit,
     rewrite_batch_size,
