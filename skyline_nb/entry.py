@@ -37,14 +37,15 @@ class UsageError(Exception):
 
 
 def find_providers(
-    namespace: Mapping[str, Any], names: Mapping[str, str | None] | None = None, *, where: str
+    namespace: Mapping[str, Any], names: Mapping[str, str | None] | None = None, *, where: str,
+    hint: str = "",
 ) -> Providers:
     """The model, input and iteration providers in ``namespace``, in that order.
 
     A role given a name in ``names`` (keys ``model``, ``input``, ``iteration``) is looked up under
     that name alone; any other as ``skyline_<role>_provider``, then ``deepview_<role>_provider``.
-    Raises UsageError, prefixed with ``where``, naming every missing provider, or the first found
-    that is not callable.
+    Raises UsageError, prefixed with ``where``, naming every missing provider (then ``hint``, how
+    to name other functions), or the first found that is not callable.
     """
     names = names or {}
     found, missing = [], []
@@ -60,7 +61,7 @@ def find_providers(
         else:
             found.append(namespace[name])
     if missing:
-        raise UsageError(f"{where} does not define {', '.join(missing)}")
+        raise UsageError(f"{where} does not define {', '.join(missing)}{hint}")
     return found[0], found[1], found[2]
 
 

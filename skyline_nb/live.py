@@ -310,13 +310,15 @@ def _int_variable(namespace: dict[str, Any], name: str) -> int:
 
 
 def _readable(exc: BaseException) -> str:
+    from skyline_nb.profiler.stacks import is_user_file
+
     if isinstance(exc, KeyboardInterrupt):
         return "Profiling was interrupted."
     if isinstance(exc, SyntaxError):  # its str() names the kernel's temporary file
         return f"{type(exc).__name__}: {exc.msg}" + (f", line {exc.lineno}" if exc.lineno else "")
     text = f"{type(exc).__name__}: {exc}"
     tb = traceback.extract_tb(exc.__traceback__)
-    user = [f for f in tb if "skyline_nb" not in f.filename.replace("\\", "/")]
+    user = [f for f in tb if is_user_file(f.filename)]
     if user:
         text += f"\n  at {user[-1].filename}, line {user[-1].lineno}"
     return text

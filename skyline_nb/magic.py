@@ -116,7 +116,8 @@ def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
     names = {"model": args.model, "input": args.input, "iteration": args.iteration}
     budget = args.memory_budget
     return ProfileRequest(
-        resolve=lambda: _usage(entry.find_providers, namespace, names, where="the notebook"),
+        resolve=lambda: _usage(entry.find_providers, namespace, names, where="the notebook",
+                               hint="; define them, or name yours with -m, -i, -t NAME"),
         device=args.device,
         predict=not args.no_predict,
         memory_budget=_usage(entry.parse_size, budget) if budget else None,

@@ -49,6 +49,7 @@ from skyline_nb.profiler.timing import (
     HEADLINE,
     SAMPLE,
     Precision,
+    Run,
     Timing,
     time_alternating,
     time_steps,
@@ -131,28 +132,25 @@ class WarmTrial:
 
     def time_sizes(self, sizes: list[int], precision: Precision = SAMPLE) -> list[SampleTiming]:
         """Time ``sizes`` (measured by ``peak_at`` first, so no timed iteration is the first at
-        its size) in rounds with the user's batch. Each size gets the ratio of its median to the
-        user's median over the same rounds, which holds when the machine's speed drifts between
-        the headline and the samples; the user's iterations also join the headline's timing.
+        its size) in rounds with the user's batch, whose iterations join the headline's timing.
+        Each size gets the ratio of its median to the headline, so the line through the samples
+        keeps its shape when the headline is measured again later (``session``).
         """
         trial = self.trial
         inputs = {n: self.inputs_for(n) for n in sizes}
-        runs: list[tuple[Callable[[], None] | None, Callable[[], Any]]] = [
-            (lambda: trial.use_inputs(self.user_inputs), trial.step)]
-        runs += [(partial(trial.use_inputs, inputs[n]), trial.step) for n in sizes]
+        runs = [Run(lambda: trial.use_inputs(self.user_inputs), trial.step, HEADLINE,
+                    self.user.timing)]
+        runs += [Run(partial(trial.use_inputs, inputs[n]), trial.step, precision) for n in sizes]
         try:
-            reference, *timings = time_alternating(runs, self.device, precision)
+            time_alternating(runs, self.device)
         finally:
             trial.use_inputs(self.user_inputs)
         headline = self.user.timing
-        for ms, waited in zip(reference.ms, reference.waited, strict=True):
-            headline.add([ms], waited)
-        self.user.iteration_ms = headline.result(HEADLINE)
+        self.user.iteration_ms = user_ms = headline.result(HEADLINE)
         self.user.converged = headline.settled(HEADLINE)
-        user_ms = reference.result(precision)
-        return [SampleTiming(n, timing.result(precision) / user_ms, timing,
-                             timing.settled(precision))
-                for n, timing in zip(sizes, timings, strict=True)]
+        return [SampleTiming(n, run.timing.result(precision) / user_ms, run.timing,
+                             run.timing.settled(precision))
+                for n, run in zip(sizes, runs[1:], strict=True)]
 
     def reference(self, inputs: Inputs, peak: int | None = None) -> None:
         """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``peak`` when the

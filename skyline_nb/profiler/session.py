@@ -53,11 +53,12 @@ from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import Report, Sample, WeightEntry
 
 # Instrumented iterations; each op's time is the median over the quiet ones (those during which
-# no other process kept this one's threads waiting for a CPU). At least 3; tiny models (a few
-# ms per run) get more, up to 9 within about LEVEL2_BUDGET_MS, so that a burst of other work
-# cannot cover most of them. Always an odd number, so the median is one measured value. Runs
-# that waited are retried for up to LEVEL2_PATIENCE_MS; then all runs count.
-LEVEL2_RUNS, LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 3, 9, 30.0, 300.0
+# no other process kept this one's threads waiting for a CPU). One quiet run when it lasts at
+# least LEVEL2_BUDGET_MS (its ops are long against the timers' noise; a run that waited is
+# retried); short runs are repeated up to LEVEL2_MAX_RUNS within about that budget, so that a
+# burst of other work cannot cover most of them. Always an odd number, so the median is one
+# measured value. Runs that waited are retried for up to LEVEL2_PATIENCE_MS; then all count.
+LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 9, 10.0, 300.0
 # Σ op times may exceed the uninstrumented iteration by this share before the two are taken to
 # describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
 UNTRACKED_TOLERANCE = 0.10
@@ -67,9 +68,8 @@ RECONCILE_ATTEMPTS = 6
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
     """Whether to take another instrumented run after ``runs`` = [(wall ms, waited)]."""
     quiet = [wall for wall, waited in runs if not waited]
-    lost = sum(wall for wall, waited in runs if waited)
-    if len(quiet) < LEVEL2_RUNS:
-        return len(runs) < LEVEL2_RUNS or lost < max(LEVEL2_PATIENCE_MS, 2 * sum(quiet))
+    if not quiet:
+        return sum(wall for wall, _ in runs) < LEVEL2_PATIENCE_MS
     n = len(quiet)
     return n < LEVEL2_MAX_RUNS and (n % 2 == 0 or sum(quiet) < LEVEL2_BUDGET_MS)
 

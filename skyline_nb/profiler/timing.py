@@ -48,10 +48,11 @@ class Precision:
 
 
 # The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes:
-# ≥ 2 that agree within AGREE (their iterations are 2–4× longer, each costs 2–4 of the user's,
-# and the time line is fitted over several samples), else a third.
+# one quiet iteration (after the first at its size, which measured memory), at least 10 ms of
+# them for short ones: a sample's iterations cost 2–4 of the user's, and the time line is fitted
+# over several samples with its residuals checked (``models.trust``).
 HEADLINE = Precision(5, 30.0, 300.0, 8)
-SAMPLE = Precision(2, 10.0, 200.0, 5)
+SAMPLE = Precision(1, 10.0, 200.0, 5)
 # Before samples: the rounds that time them add the user's batch between them to the headline.
 HEADLINE_BEFORE_SAMPLES = Precision(3, 20.0, 300.0, 8)
 AGREE = 0.10
@@ -89,40 +90,49 @@ class Timing:
         return statistics.median(quiet if len(quiet) >= enough else self.ms)
 
 
+@dataclass
+class Run:
+    """One party of ``time_alternating``: ``prepare()`` (e.g. switch inputs) before each of its
+    chunks, then timed ``step``s, until ``timing`` (which may hold earlier iterations) meets
+    ``precision``."""
+
+    prepare: Callable[[], None] | None
+    step: Callable[[], Any]
+    precision: Precision
+    timing: Timing = field(default_factory=Timing)
+
+    def pending(self) -> bool:
+        """Not settled, and its patience is not spent."""
+        timing, precision = self.timing, self.precision
+        if timing.settled(precision):
+            return False
+        return not timing.ms or sum(timing.ms) < _patience(precision,
+                                                           statistics.median(timing.ms))
+
+
 def time_steps(step: Callable[[], Any], device: Device, precision: Precision) -> Timing:
     """Step and time single iterations until ``precision`` is met or its patience runs out."""
-    return time_alternating([(None, step)], device, precision)[0]
+    run = Run(None, step, precision)
+    time_alternating([run], device)
+    return run.timing
 
 
-def time_alternating(
-    runs: list[tuple[Callable[[], None] | None, Callable[[], Any]]],
-    device: Device,
-    precision: Precision,
-) -> list[Timing]:
-    """Chunks of each run in turn — ``(prepare, step)``: ``prepare()`` (e.g. switch inputs),
-    then timed steps — until every run meets ``precision`` or its patience runs out. The first
-    run is the reference and takes part in every round; a run that has met the precision sits
-    out the later rounds. Alternating samples with the user's batch exposes all of them to the
-    same moments of a machine whose speed drifts (other work, clock changes), so their ratios
-    hold even when the absolute times move by 20 % between seconds.
+def time_alternating(runs: list[Run], device: Device) -> None:
+    """Chunks of each run in turn until no run is pending. The first run is the reference and
+    takes part in every round; the others sit out once settled. Alternating samples with the
+    user's batch exposes all of them to the same moments of a machine whose speed drifts
+    (other work, clock changes).
     """
-    timings = [Timing() for _ in runs]
-    while True:
-        pending = [i for i, t in enumerate(timings) if not t.settled(precision)]
-        if not pending or all(
-            timings[i].ms and sum(timings[i].ms) >= _patience(
-                precision, statistics.median(timings[i].ms))
-            for i in pending
-        ):
-            return timings
-        for i, ((prepare, step), timing) in enumerate(zip(runs, timings, strict=True)):
-            if i and i not in pending:
+    while any(run.pending() for run in runs):
+        for i, run in enumerate(runs):
+            if i and not run.pending():
                 continue
-            if prepare is not None:
-                prepare()
+            if run.prepare is not None:
+                run.prepare()
+            timing = run.timing
             estimate = statistics.median(timing.ms) if timing.ms else None
             n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
-            times, fraction = timed_chunk(step, device, n)
+            times, fraction = timed_chunk(run.step, device, n)
             timing.add(times, fraction > QUIET_WAIT)
 
 

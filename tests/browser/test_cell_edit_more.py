@@ -206,9 +206,12 @@ def test_bad_inputs_show_readable_errors_and_the_kernel_goes_on(notebook):
     # No providers: an error widget says what to define; the cell fails with one line.
     error = _part(_widget_in(cell["nothing"]), "error")
     expect(error).to_have_text(re.compile(
-        r"^Nothing to profile: no model provider: define `skyline_model_provider` "
-        r"\(or `deepview_model_provider`\) or name one with -m NAME$"))  # fmt: skip
-    expect(cell["nothing"].locator(".jp-OutputArea")).to_contain_text("UsageError: no model")
+        r"^Nothing to profile: the notebook does not define skyline_model_provider or "
+        r"deepview_model_provider, skyline_input_provider or deepview_input_provider, "
+        r"skyline_iteration_provider or deepview_iteration_provider; define them, or name "
+        r"yours with -m, -i, -t NAME$"))  # fmt: skip
+    expect(cell["nothing"].locator(".jp-OutputArea")).to_contain_text(
+        "UsageError: the notebook does not define skyline_model_provider")
     _shot(notebook, cell["nothing"], "no-providers")
 
     # A %%skyline cell that does not parse errors by itself: IPython's SyntaxError, then one

@@ -71,16 +71,24 @@ def test_a_machine_busy_throughout_ends_within_the_patience() -> None:
     assert result.result(HEADLINE) == pytest.approx(statistics.median(result.ms))
 
 
-@pytest.mark.parametrize("chunks", [
-    [(90.0, 0.4), (60.0, 0.0), (62.0, 0.0)],  # a waited one, then two quiet ones that agree
-    [(60.0, 0.0), (70.0, 0.0), (61.0, 0.0)],  # two that disagree: a third is taken
+@pytest.mark.parametrize(("chunks", "taken"), [
+    ([(60.0, 0.0)], [1]),  # one quiet iteration settles a sample
+    ([(90.0, 0.4), (90.0, 0.3), (61.0, 0.0)], [1, 1, 1]),  # those that waited do not count
 ])
-def test_a_sample_settles_on_quiet_iterations_that_agree(chunks) -> None:
+def test_a_sample_settles_on_one_quiet_iteration(chunks, taken) -> None:
     _, step = _steps()
     with pytest.MonkeyPatch.context() as mp:
         sizes = script_chunks(mp, chunks)
         result = time_steps(step, resolve_device("cpu"), SAMPLE)
-    assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
+    assert sizes == taken and result.result(SAMPLE) == chunks[-1][0]
+
+
+def test_a_short_sample_runs_until_its_minimum_time() -> None:
+    _, step = _steps()
+    with pytest.MonkeyPatch.context() as mp:
+        script_chunks(mp, [(0.5, 0.0)])
+        result = time_steps(step, resolve_device("cpu"), SAMPLE)
+    assert sum(result.ms) >= SAMPLE.min_ms and result.result(SAMPLE) == 0.5
 
 
 def test_real_iterations_are_timed_one_by_one() -> None:
@@ -89,15 +97,31 @@ def test_real_iterations_are_timed_one_by_one() -> None:
     assert all(ms >= 2.0 for ms in result.ms) and len(result.ms) >= SAMPLE.min_iterations
 
 
-def test_alternating_runs_take_turns_until_the_first_is_settled() -> None:
-    from skyline_nb.profiler.timing import time_alternating
+def test_alternating_runs_take_turns_and_settled_runs_sit_out() -> None:
+    """The first run (the reference) takes part in every round; the others until settled."""
+    from skyline_nb.profiler.timing import Run, time_alternating
 
     order: list[str] = []
+
+    def run(name: str) -> Run:
+        return Run(lambda: order.append(name), lambda: None, SAMPLE)
+
+    user, quick, slow = runs = [run("user"), run("quick"), run("slow")]
+    with pytest.MonkeyPatch.context() as mp:
+        script_chunks(mp, [(40.0, 0.0), (40.0, 0.0), (40.0, 0.5), (40.0, 0.0)])
+        time_alternating(runs, resolve_device("cpu"))
+    assert order == ["user", "quick", "slow", "user", "slow"]
+    assert len(quick.timing.ms) == 1 and slow.timing.waited == [True, False]
+    assert len(user.timing.ms) == 2
+
+
+def test_a_reference_run_continues_an_earlier_timing() -> None:
+    """The headline's earlier iterations count: a reference needing 5 that has 3 takes 2."""
+    from skyline_nb.profiler.timing import Run, Timing, time_alternating
+
+    earlier = Timing()
+    earlier.add([40.0] * 3, False)
     with pytest.MonkeyPatch.context() as mp:
         script_chunks(mp, [(40.0, 0.0)])
-        sample, user = time_alternating(
-            [(lambda: order.append("sample"), lambda: None),
-             (lambda: order.append("user"), lambda: None)],
-            resolve_device("cpu"), SAMPLE)
-    assert order == ["sample", "user", "sample", "user"]
-    assert len(sample.ms) == len(user.ms) == 2
+        time_alternating([Run(None, lambda: None, HEADLINE, earlier)], resolve_device("cpu"))
+    assert len(earlier.ms) == 5 and earlier.settled(HEADLINE)
