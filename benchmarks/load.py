@@ -89,7 +89,7 @@ def blocks(providers: tuple, batch: int) -> None:
 
 def shapes(providers: tuple, batch: int, rounds: int, phases: int) -> None:
     import skyline_nb
-    from skyline_nb.profiler.iteration import measure_iteration
+    from skyline_nb.profiler.prepare import measure_iteration
 
     sizes = [batch, 2 * batch, 4 * batch, 8 * batch]
     skyline_nb.profile(*providers, batch_size=batch, device="cpu")  # warm the process

@@ -174,7 +174,7 @@ def relative(predicted: float, actual: float) -> float:
 def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row:
     """``repeats`` interleaved rounds (see the module docstring) for one model and start."""
     import skyline_nb
-    from skyline_nb.profiler.iteration import measure_iteration
+    from skyline_nb.profiler.prepare import measure_iteration
 
     provs, label = providers(name, device.kind, scale)
     row = Row(name, start, label)

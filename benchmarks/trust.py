@@ -51,7 +51,7 @@ def plain_median(module: object, batch: int, iterations: int) -> float:
 
 
 def fresh_peak(providers: tuple, batch: int) -> int:
-    from skyline_nb.profiler.iteration import measure_iteration
+    from skyline_nb.profiler.prepare import measure_iteration
 
     return measure_iteration(*providers, batch, "cpu").peak_bytes
 

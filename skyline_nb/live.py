@@ -220,7 +220,8 @@ class LiveProfile:
         self.run(int(size) if size else (self.report.batch_size if self.report else None))
 
     def _measure(self, content: dict[str, Any]) -> None:
-        from skyline_nb.profiler.iteration import measure_iteration
+        from skyline_nb import cells
+        from skyline_nb.profiler.prepare import measure_iteration
 
         size = int(content["batch_size"])
         model_p, input_p, iteration_p = self._providers()
@@ -229,6 +230,7 @@ class LiveProfile:
             sample = measure_iteration(
                 model_p, input_p, iteration_p, size, self.request.device,
                 memory_budget=self.request.memory_budget, project_root=self.request.project_root,
+                cells=cells.lookup,
             )
         finally:
             self.widget.status = ""

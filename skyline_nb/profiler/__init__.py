@@ -1,7 +1,7 @@
 """The measuring side of skyline_nb: knows nothing about widgets or notebooks.
 
 ``profile`` (session.py) runs the leveled measurement and returns a ``Report``;
-``measure_iteration`` (iteration.py) is one uninstrumented, isolated level-1 measurement, the
+``measure_iteration`` (prepare.py) is one uninstrumented, isolated level-1 measurement, the
 building block of batch-size sampling and of the prediction-accuracy benchmark.
 Imports are lazy so ``import skyline_nb.profiler`` stays cheap until something is measured.
 """
@@ -21,7 +21,7 @@ def profile(*args: Any, **kwargs: Any) -> Any:
 
 
 def measure_iteration(*args: Any, **kwargs: Any) -> Any:
-    """See ``skyline_nb.profiler.iteration.measure_iteration``."""
-    from skyline_nb.profiler.iteration import measure_iteration as _measure
+    """See ``skyline_nb.profiler.prepare.measure_iteration``."""
+    from skyline_nb.profiler.prepare import measure_iteration as _measure
 
     return _measure(*args, **kwargs)

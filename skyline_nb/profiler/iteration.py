@@ -34,17 +34,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from skyline_nb.profiler.device import CPUOutOfMemoryError, Device, resolve_device
+from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.providers import (
     Inputs,
     Providers,
     Trial,
-    build_trial,
-    load_providers,
     make_inputs,
 )
-from skyline_nb.profiler.stacks import UserCode, default_project_root
 from skyline_nb.profiler.timing import (
     HEADLINE,
     SAMPLE,
@@ -345,33 +342,3 @@ def _bytes(tensors: list[Any]) -> int:
 def warm_inputs(providers: Providers, device: Device) -> Callable[[int], Inputs]:
     """``inputs_for`` for ``measure_level1``: the input provider at any batch size."""
     return lambda n: make_inputs(providers, n, device)
-
-
-def measure_iteration(
-    model_provider: Callable[[], Any],
-    input_provider: Callable[..., Any],
-    iteration_provider: Callable[[Any], Callable[..., Any]],
-    batch_size: int,
-    device: Any = None,
-    memory_budget: int | None = None,
-    project_root: Any = None,
-) -> Sample:
-    """One uninstrumented, isolated measurement at ``batch_size`` on a fresh model ("Measure at
-    N"). Raises the device's OOM type (``torch.OutOfMemoryError`` on CUDA,
-    ``CPUOutOfMemoryError`` when a CPU ``memory_budget`` is exceeded) when the batch does not
-    fit.
-    """
-    from pathlib import Path
-
-    from skyline_nb.profiler.isolation import isolated
-
-    dev = resolve_device(device, memory_budget)
-    root = Path(project_root) if project_root is not None else default_project_root(
-        model_provider)
-    providers = load_providers(model_provider, input_provider, iteration_provider,
-                               UserCode(root))
-    with isolated(dev):
-        result, warm = measure_level1(lambda: build_trial(providers, batch_size, dev), dev,
-                                      batch_size)
-        del warm
-    return result.sample()

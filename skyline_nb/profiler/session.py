@@ -26,8 +26,8 @@ import torch
 from skyline_nb.categories import Categories, Category
 from skyline_nb.models.linear import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
-from skyline_nb.profiler.device import Device, resolve_device
-from skyline_nb.profiler.errors import ProviderSignatureError, StartingBatchOOMError
+from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.errors import StartingBatchOOMError
 from skyline_nb.profiler.isolation import isolated
 from skyline_nb.profiler.iteration import (
     IterationResult,
@@ -45,9 +45,10 @@ from skyline_nb.profiler.memory import (
     unique_parameters,
 )
 from skyline_nb.profiler.operations import OperationTracker, merge_median
-from skyline_nb.profiler.providers import build_trial, load_providers
+from skyline_nb.profiler.prepare import prepare
+from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.sampling import choose_sizes
-from skyline_nb.profiler.stacks import CellLookup, UserCode, default_project_root
+from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, HEADLINE_BEFORE_SAMPLES, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import Report, Sample, WeightEntry
@@ -95,19 +96,10 @@ def profile(
     folder for notebook cells); ``cells`` tells which code files are notebook cells (the
     notebook side passes ``cells.lookup``; None: there are none).
     """
-    dev = resolve_device(device, memory_budget)
-    root = Path(project_root) if project_root is not None else default_project_root(
-        model_provider, cells)
-    user_code = UserCode(root, cells)
-    providers = load_providers(model_provider, input_provider, iteration_provider, user_code)
-    size = batch_size if batch_size is not None else providers.default_batch_size
-    if size is None:
-        raise ProviderSignatureError(
-            f"no batch size: pass batch_size= or give `batch_size` a default in "
-            f"{providers.where(input_provider)}"
-        )
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"batch_size must be a positive integer, not {size!r}")
+    run = prepare(model_provider, input_provider, iteration_provider, batch_size=batch_size,
+                  device=device, project_root=project_root, memory_budget=memory_budget,
+                  cells=cells)
+    dev, user_code, providers, size = run.device, run.user_code, run.providers, run.batch_size
     warnings: list[str] = []
     origins = ParameterOrigins(user_code.capture)
 

@@ -47,12 +47,12 @@ class Precision:
     patience_iterations: int
 
 
-# The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes:
-# one quiet iteration (after the first at its size, which measured memory), at least 10 ms of
-# them for short ones: a sample's iterations cost 2–4 of the user's, and the time line is fitted
-# over several samples with its residuals checked (``models.trust``).
+# The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes
+# (after the first iteration at a size, which measured memory): ≥ 2 quiet ones that agree
+# within AGREE, else a third, at least 10 ms of them for short ones (a sample's iterations cost
+# 2–4 of the user's; single iterations on a shared machine vary by ±15 %).
 HEADLINE = Precision(5, 30.0, 300.0, 8)
-SAMPLE = Precision(1, 10.0, 200.0, 5)
+SAMPLE = Precision(2, 10.0, 200.0, 5)
 # Before samples: the rounds that time them add the user's batch between them to the headline.
 HEADLINE_BEFORE_SAMPLES = Precision(3, 20.0, 300.0, 8)
 AGREE = 0.10

@@ -16,7 +16,7 @@ from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
 from skyline_nb.profiler import iteration, timing  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
-from skyline_nb.profiler.iteration import measure_iteration  # noqa: E402
+from skyline_nb.profiler.prepare import measure_iteration  # noqa: E402
 from skyline_nb.profiler.providers import Trial  # noqa: E402
 from skyline_nb.profiler.sampling import choose_sizes  # noqa: E402
 from skyline_nb.report import Sample  # noqa: E402
@@ -77,8 +77,8 @@ def _counting_trial() -> tuple[Callable[[], Trial], list[int]]:
 def test_the_profile_trial_is_built_once_and_samples_cost_their_rounds(monkeypatch):
     """40 ms iterations: the fresh trial takes 2 tracked warm-ups and 1 reference iteration (the
     step peak at the user's batch, in the same window) and 3 timed ones before samples; a
-    sample's peak 2 iterations (one on the old inputs); two samples are timed in 1 round of 3
-    iterations (the user's batch, 16, 32), and the headline runs 1 more to have its 5."""
+    sample's peak 2 iterations (one on the old inputs); two samples are timed in 2 rounds of 3
+    iterations (the user's batch, 16, 32), whose user iterations complete the headline's 5."""
     script_chunks(monkeypatch, [(40.0, 0.0)])
     build, steps = _counting_trial()
     device = resolve_device("cpu")
@@ -92,7 +92,7 @@ def test_the_profile_trial_is_built_once_and_samples_cost_their_rounds(monkeypat
     assert peaks[16] == headline.peak_bytes + 8 * 4  # 8 more float32 input elements
     steps[0] = 0
     sampled = warm.time_sizes([16, 32])
-    assert steps[0] == 3 + 1 and [s.ratio for s in sampled] == [1.0, 1.0]
+    assert steps[0] == 2 * 3 and [s.ratio for s in sampled] == [1.0, 1.0]
     assert all(s.converged for s in sampled)
     assert headline.converged and len(headline.timing.ms) == 5
 

@@ -71,16 +71,16 @@ def test_a_machine_busy_throughout_ends_within_the_patience() -> None:
     assert result.result(HEADLINE) == pytest.approx(statistics.median(result.ms))
 
 
-@pytest.mark.parametrize(("chunks", "taken"), [
-    ([(60.0, 0.0)], [1]),  # one quiet iteration settles a sample
-    ([(90.0, 0.4), (90.0, 0.3), (61.0, 0.0)], [1, 1, 1]),  # those that waited do not count
+@pytest.mark.parametrize("chunks", [
+    [(90.0, 0.4), (60.0, 0.0), (62.0, 0.0)],  # a waited one, then two quiet ones that agree
+    [(60.0, 0.0), (70.0, 0.0), (61.0, 0.0)],  # two that disagree: a third is taken
 ])
-def test_a_sample_settles_on_one_quiet_iteration(chunks, taken) -> None:
+def test_a_sample_settles_on_quiet_iterations_that_agree(chunks) -> None:
     _, step = _steps()
     with pytest.MonkeyPatch.context() as mp:
         sizes = script_chunks(mp, chunks)
         result = time_steps(step, resolve_device("cpu"), SAMPLE)
-    assert sizes == taken and result.result(SAMPLE) == chunks[-1][0]
+    assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
 
 
 def test_a_short_sample_runs_until_its_minimum_time() -> None:
@@ -110,9 +110,9 @@ def test_alternating_runs_take_turns_and_settled_runs_sit_out() -> None:
     with pytest.MonkeyPatch.context() as mp:
         script_chunks(mp, [(40.0, 0.0), (40.0, 0.0), (40.0, 0.5), (40.0, 0.0)])
         time_alternating(runs, resolve_device("cpu"))
-    assert order == ["user", "quick", "slow", "user", "slow"]
-    assert len(quick.timing.ms) == 1 and slow.timing.waited == [True, False]
-    assert len(user.timing.ms) == 2
+    assert order == ["user", "quick", "slow", "user", "quick", "slow", "user", "slow"]
+    assert len(quick.timing.ms) == 2 and slow.timing.waited == [True, False, False]
+    assert len(user.timing.ms) == 3
 
 
 def test_a_reference_run_continues_an_earlier_timing() -> None:
