@@ -7,10 +7,9 @@ allowance, stated here:
 - Untracked time (the uninstrumented iteration minus the ops timed one by one) is a difference
   of two measurements and may be negative: down to ``UNTRACKED_NOISE_SHARE`` (25 %) of the
   iteration, or ``UNTRACKED_NOISE_MS`` (0.05 ms) for iterations under 0.2 ms. 25 % is the
-  most the project accepts for a single profile beside a competing busy process (issue 12's
-  acceptance; ±10 % on a quiet machine is a benchmark target, not a per-profile guarantee):
-  a check run on every profile in CI must not fail on a loaded runner. Issue 12's −93 ms on a
-  0.42 ms iteration is far beyond it.
+  most the project accepts for a single profile beside a competing busy process (±10 % on a
+  quiet machine is a benchmark target, not a per-profile guarantee; BENCHMARKS.md): a check run
+  on every profile in CI must not fail on a loaded runner.
 - Everything else has no noise to allow for: an op's time is a measured duration (≥ 0), a
   module's time and bytes are sums of its children's, the root's time is the iteration, and the
   models' bounds are exact arithmetic. Comparisons allow float rounding only (``ROUNDING``,
@@ -36,10 +35,8 @@ from skyline_nb.report import Node, Report
 
 UNTRACKED_NOISE_SHARE = 0.25
 UNTRACKED_NOISE_MS = 0.05
-# Each op timed from Python carries dispatch cost that the plain iteration does not spend: the
-# issue-12 MLP (18 op nodes, each a forward and a backward window) showed 65 µs beyond its
-# 0.23 ms iteration (3.6 µs a node), and 91–105 µs (5–6 µs a node) on slower stretches of the
-# same 2-core box.
+# Each op timed from Python carries dispatch cost that the plain iteration does not spend
+# (measured 3.6–6 µs an op node on a 2-core machine; BENCHMARKS.md, "Trustworthy numbers").
 DISPATCH_MS_PER_OP_NODE = 0.008
 ROUNDING = 1e-9
 

@@ -74,8 +74,8 @@ class LinearFit:
         For peak memory: the peak is the largest of several phases whose bytes each grow in a
         straight line with the batch, so M(x) is a maximum of lines — convex, piecewise linear.
         Beyond the samples, where the widget predicts, the last segment is the right line;
-        least squares over all points tilts towards earlier segments and under-predicts (seen:
-        LSTM on CPU 1.32 % → 0.00 %, Transformer on an H100 3.23 % → 0.07 %). Below the
+        least squares over all points tilts towards earlier segments and under-predicts
+        (BENCHMARKS.md, prediction accuracy). Below the
         second-largest sample the earlier segments lie above this line, so small batch sizes
         are under-estimated there; the widget predicts mostly upwards.
         """

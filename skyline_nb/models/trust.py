@@ -1,19 +1,17 @@
 """Whether the iteration-time line fitted to the samples can be trusted to predict from.
 
 A drag predicts along the line, up to 8× beyond the largest sample, so a line that does not
-describe the samples turns into nonsense there (seen: "−48.3 ms predicted", a maximum
-throughput 60× below a measured one). ``fit_time`` draws the line by least squares subject to
+describe the samples turns into nonsense there (negative predicted times, a maximum
+throughput below a measured one). ``fit_time`` draws the line by least squares subject to
 a fixed cost per iteration (the intercept) of at least 0: no iteration takes negative time at
 batch 0. When the unconstrained intercept comes out negative (noise, or time per sample that
-grows a little with the batch, as a CNN's does on CPU: 1.33, 1.39, 1.42 ms/sample at 16, 32,
-64), the constrained optimum lies on that boundary, the line through the origin. So a line
-that is drawn always predicts a positive time and a throughput that never falls as the batch
-grows. It is not trusted (the reasons are in words a user understands) when:
+grows a little with the batch, as a CNN's does on CPU), the constrained optimum lies on that
+boundary, the line through the origin. So a line that is drawn always predicts a positive
+time and a throughput that never falls as the batch grows. It is not trusted (the reasons are
+in words a user understands) when:
 
 - R² is below ``MIN_R2``: the line leaves more than 5 % of how the time varies over the sampled
-  sizes unexplained. Honest profiles score 0.999+ (the recorded CPU and GPU fixtures); with
-  uniform ±10 % noise on samples at 1×, 2×, 4× the 5th percentile is 0.987 and neither rule
-  turns dragging off, with ±15 % they do in 1.6 % of draws. When the residuals are larger than
+  sizes unexplained (honest profiles score 0.999+). When the residuals are larger than
   the whole growth the line explains between the smallest and largest sample, the reason says
   so in those terms;
 - a sample is more than ``MAX_OFF_FACTOR`` times off the line either way: R² is dominated by

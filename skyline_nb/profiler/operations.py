@@ -19,7 +19,7 @@ nodes created outside the tracked iteration (a retained graph) cannot be linked 
 as root-level "unlinked" entries. On CUDA an op's event pair also spans its launch: when the
 model is launch-bound (small kernels, the GPU idles between them), the instrumented launch path
 is slower than the plain one, so Σ op times exceeds the iteration and untracked goes negative
-(seen on an H100 with the small examples: −37 … −125 %); GPU-bound models do not have this.
+(BENCHMARKS.md, H100); GPU-bound models do not have this.
 
 On CPU each window still carries what a call from Python costs below the dispatch mode (schema
 argument parsing, wrapping the outputs): ~2 µs per op that the plain iteration, whose backward

@@ -43,9 +43,8 @@ from skyline_nb.models.fit import LinearFit
 MIN_POINTS = 3
 # Multiples of the user's batch measured first, in this order, where memory allows. Far points
 # matter most: users drag to larger batches, and on CPU time grows faster than linearly beyond
-# a cache size (a ResNet-style CNN from batch 16: +7.5 ms from 16 to 32, +14 ms from 32 to 48),
-# so a line through ½× and 2× under-predicts 4× by 20–36 % (BENCHMARKS.md). ½× comes only after
-# them: peak memory is piecewise linear and a small batch can sit on another piece.
+# a cache size, so a line through ½× and 2× under-predicts 4× (BENCHMARKS.md). ½× comes only
+# after them: peak memory is piecewise linear and a small batch can sit on another piece.
 MULTIPLES = (2, 4, 8)
 REACH = MULTIPLES[-1]
 # Out-of-memory failures tolerated before giving up: each costs a (failed) iteration. After

@@ -29,7 +29,7 @@ from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
 
 # A chunk whose threads waited for a CPU longer than this share of its time is set aside
-# (quiet chunks wait ≤ 0.3 %, chunks stretched by another process 10–84 %; cpuwait.py).
+# (quiet chunks wait far less, chunks stretched by another process far more: cpuwait.py).
 QUIET_WAIT = 0.02
 CHUNK_MS = 2.0
 MAX_CHUNK = 64
