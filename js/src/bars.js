@@ -14,9 +14,13 @@
 //
 // Drags are relative (pressing does not jump) and use pointer capture, so leaving the bar
 // mid-drag keeps dragging. The keyboard steps the batch size: arrows ±1, Page ±10 %, Home/End
-// to the ends of the range.
+// to the ends of the range, Enter commits, Esc hands focus back to the notebook. A focused bar
+// owns those keys (dom.js ownKeys): the notebook never sees them, in JupyterLab or Notebook 7.
+//
+// Every number sits on a line of its own, never broken: the value as number over unit, the
+// scale as "max … / up to batch …"; the knee's label stays beside the track, within its height.
 
-import { h, setText } from "./dom.js";
+import { h, ownKeys, releaseFocus, setText } from "./dom.js";
 import { formatBytes, formatInt, formatThroughput } from "./format.js";
 import { clamp, cssPercent, fraction } from "./scale.js";
 
@@ -46,13 +50,14 @@ function metrics(report, predictor, top) {
   const capacity = bound ? predictor.capacityBytes || Number(report.device?.capacity_bytes) || 0 : 0;
   const throughputTop = Math.max(live ? predictor.maxThroughput : 0, throughput) || 0;
   const memoryTop = Math.max(capacity || (live ? predictor.predictPeakBytes(top) : 0), peak) || 0;
-  const upTo = live ? ` up to batch ${formatInt(top)}` : "";
+  const upTo = live ? `up to batch ${formatInt(top)}` : null;
   return [
     {
       name: "throughput",
       label: "Throughput",
       max: throughputTop,
-      maxText: live ? `max ${formatThroughput(throughputTop)}${upTo}` : "measured",
+      scale: live ? [`max ${formatThroughput(throughputTop)}`, upTo] : ["measured"],
+      scaleTitle: live ? `The bar's top: the most throughput predicted for batch sizes ${upTo}` : "The measured throughput",
       measured: throughput,
       predict: (b) => predictor.predictThroughput(b),
       format: formatThroughput,
@@ -62,7 +67,9 @@ function metrics(report, predictor, top) {
       name: "memory",
       label: "Peak memory",
       max: memoryTop,
-      maxText: capacity ? `of ${formatBytes(capacity)}` : live ? `${formatBytes(memoryTop)}${upTo}` : "measured",
+      scale: capacity ? [`of ${formatBytes(capacity)}`] : live ? [`max ${formatBytes(memoryTop)}`, upTo] : ["measured"],
+      scaleTitle: capacity ? "The bar's top: the memory available (the device's, or the budget given)"
+        : live ? `The bar's top: the peak predicted ${upTo}` : "The measured peak",
       measured: peak,
       predict: (b) => predictor.predictPeakBytes(b),
       format: formatBytes,
@@ -72,6 +79,11 @@ function metrics(report, predictor, top) {
     ...m,
     valueAt: (batch) => (batch === measuredBatch || !live ? m.measured : m.predict(batch)),
   }));
+}
+
+/** Text lines, each unbroken; the spaces between them keep the whole readable as one text. */
+function lines(texts) {
+  return texts.flatMap((text, i) => [i ? " " : null, h("span", { class: "sk-line", text })]).filter(Boolean);
 }
 
 export function createBars({ report, predictor, signal, onPreview, onCommit, initialBatch }) {
@@ -93,8 +105,9 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     data: { skyline: "drag-reason" },
     text: `Dragging is off: ${predictor.reason || "no performance model"}`,
   });
+  const row = h("div", { class: "sk-bars-row" }, views.map((v) => v.el));
   const el = h("div", { class: "sk-bars", data: { skyline: "bars" } }, [
-    h("div", { class: "sk-bars-row" }, views.map((v) => v.el)),
+    row,
     h("div", { class: "sk-batch" }, [h("span", { class: "sk-batch-label", text: "Batch size " }), batchText, batchTag]),
     extrapolated,
     reason,
@@ -117,29 +130,33 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     }, [fill]);
     const knee = predictor.kneeBatchSize;
     if (live && knee && knee <= top) {
-      track.append(h("div", {
-        class: "sk-bar-knee",
-        data: { skyline: "knee" },
-        title: `Knee at batch size ${knee}: doubling the batch beyond it gains < 5 % throughput`,
-        style: { bottom: cssPercent(fraction(m.predict(knee), m.max)) },
-      }, [h("span", { class: "sk-bar-knee-label", text: `knee ${knee}` })]));
+      // The line marks the knee's value; the label beside it is clamped to the track's height.
+      track.style.setProperty("--sk-knee", cssPercent(fraction(m.predict(knee), m.max)));
+      track.append(
+        h("div", { class: "sk-bar-knee", data: { skyline: "knee" }, title: `Knee at batch size ${formatInt(knee)}: doubling the batch beyond it gains < 5 % throughput` }),
+        h("span", { class: "sk-bar-knee-label", text: `knee ${formatInt(knee)}`, attrs: { "aria-hidden": "true" } }),
+      );
     }
-    const value = h("div", { class: "sk-bar-value" });
+    const number = h("span", { class: "sk-bar-number" });
+    const unit = h("span", { class: "sk-bar-unit" });
     const el = h("div", { class: "sk-bar", data: { metric: m.name } }, [
       h("div", { class: "sk-bar-label", text: m.label }),
       track,
-      value,
-      h("div", { class: "sk-bar-sub", data: { skyline: `${m.name}-scale` }, text: m.maxText }),
+      h("div", { class: "sk-bar-value" }, [number, " ", unit]),
+      h("div", { class: "sk-bar-sub", data: { skyline: `${m.name}-scale` }, title: m.scaleTitle }, lines(m.scale)),
     ]);
-    const view = { m, el, track, fill, value };
+    const view = { m, el, track, fill, number, unit };
     if (live) wireDrag(view);
     return view;
   }
 
-  function show({ m, fill, value, track }) {
+  function show({ m, fill, number, unit, track }) {
     const v = m.valueAt(batch);
     fill.style.height = cssPercent(fraction(v, m.max));
-    setText(value, m.format(v));
+    // "721 samples/s" as the number over its unit: a number never breaks across lines.
+    const [numberText, ...unitText] = m.format(v).split(" ");
+    setText(number, numberText);
+    setText(unit, unitText.join(" "));
     track.setAttribute("aria-valuenow", String(m.ariaNow(v)));
     track.setAttribute("aria-valuetext", `${m.format(v)} at batch size ${batch}`);
   }
@@ -203,24 +220,40 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     track.addEventListener("pointercancel", end, opts);
     track.addEventListener("lostpointercapture", end, opts);
 
-    track.addEventListener("keydown", (e) => {
-      const step = Math.max(1, Math.round(batch * 0.1));
-      const keys = {
-        ArrowUp: batch + 1, ArrowRight: batch + 1, ArrowDown: batch - 1, ArrowLeft: batch - 1,
-        PageUp: batch + step, PageDown: batch - step, Home: 1, End: top,
-      };
-      if (e.key === "Enter") {
-        commit();
-        return;
-      }
-      if (!(e.key in keys)) return;
-      e.preventDefault();
-      preview(clamp(keys[e.key], 1, top));
-      clearTimeout(keyTimer);
-      keyTimer = setTimeout(commit, KEY_COMMIT_DELAY_MS);
-    }, opts);
     track.addEventListener("blur", () => keyTimer && commit(), opts);
   }
+
+  /** The batch size a key moves to from `batch`, or null for a key that does not step it. */
+  function keyBatch(key) {
+    const step = Math.max(1, Math.round(batch * 0.1));
+    const steps = {
+      ArrowUp: batch + 1, ArrowRight: batch + 1, ArrowDown: batch - 1, ArrowLeft: batch - 1,
+      PageUp: batch + step, PageDown: batch - step, Home: 1, End: top,
+    };
+    return key in steps ? clamp(steps[key], 1, top) : null;
+  }
+
+  /** A key pressed on a focused bar; true when the bar took it (the page never sees it). */
+  function onKey(e, target) {
+    if (!views.some((v) => v.track === target)) return false;
+    if (e.key === "Escape") {
+      releaseFocus(target);
+      return true;
+    }
+    if (!live) return false;
+    if (e.key === "Enter") {
+      commit();
+      return true;
+    }
+    const next = keyBatch(e.key);
+    if (next === null) return false;
+    e.preventDefault(); // no page scroll
+    preview(next);
+    clearTimeout(keyTimer);
+    keyTimer = setTimeout(commit, KEY_COMMIT_DELAY_MS);
+    return true;
+  }
+  ownKeys(row, onKey, signal);
 
   setBatch(batch);
   return { el, setBatch, get batch() { return batch; }, commit };

@@ -3,21 +3,50 @@
 // from tree.js's level data; negative remainders (untracked time when the instrumented ops add up
 // to more than the uninstrumented iteration) cannot have a width, so they are listed beside the
 // bar as chips instead of being dropped. Hover, double-click and Enter are delegated: one
-// listener per bar, not one per segment (a level can hold hundreds of ops).
+// listener per bar, not one per segment (a level can hold hundreds of ops). Module colours come
+// from a hash of the module's path, so a module keeps its colour from one run to the next.
 
 import { splitsOverTree } from "./categories.js";
-import { h, setText } from "./dom.js";
+import { h, ownKeys, setText } from "./dom.js";
 import { cssPercent, fraction } from "./scale.js";
 
 const PALETTE_SIZE = 10;
 const SEGMENT = '[data-skyline="segment"]';
 
+/** FNV-1a: a 32-bit hash of a string, the same in every run and every browser. */
+export function hashString(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return hash >>> 0;
+}
+
+/**
+ * Palette colours for the module paths of one level: each path takes the colour its hash picks,
+ * so a module keeps its colour across runs whatever its rank; a path whose colour a sibling took
+ * first (paths in sorted order) takes the next free one, so siblings differ while the palette
+ * lasts. Same set of paths, same colours. Returns Map path -> palette index.
+ */
+export function paletteColors(paths) {
+  const colors = new Map();
+  const used = new Set();
+  for (const path of [...new Set(paths)].sort()) {
+    let index = hashString(path) % PALETTE_SIZE;
+    for (let tries = 0; used.has(index) && tries < PALETTE_SIZE; tries++) index = (index + 1) % PALETTE_SIZE;
+    used.add(index);
+    colors.set(path, index);
+  }
+  return colors;
+}
+
 /**
  * How each segment of a level is drawn, shared by both bars so a module looks the same in
  * both: a node that stands for a category (the optimizer, the untracked remainder) and a
- * category drawn as one segment take that category's colour; every other node a stable
- * palette colour. The texture is the one of that category, or of the segment's own memory
- * category (stripes mark weights). Returns s -> {palette: index|null, color, texture}.
+ * category drawn as one segment take that category's colour; every other node its palette
+ * colour (paletteColors). The texture is the one of that category, or of the segment's own
+ * memory category (stripes mark weights). Returns s -> {palette: index|null, color, texture}.
  */
 export function assignStyles(levels, categories) {
   const byKind = new Map(categories.filter((c) => c.nodeKind).map((c) => [c.nodeKind, c]));
@@ -26,12 +55,7 @@ export function assignStyles(levels, categories) {
     const own = byKey.get(s.category);
     return byKind.get(s.kind) ?? (own && !splitsOverTree(own) ? own : null);
   };
-  const colors = new Map();
-  for (const level of levels) {
-    for (const s of level.segments) {
-      if (s.node && !colors.has(s.path) && !fixed(s)) colors.set(s.path, colors.size % PALETTE_SIZE);
-    }
-  }
+  const colors = paletteColors(levels.flatMap((level) => level.segments.filter((s) => s.node && !fixed(s)).map((s) => s.path)));
   return (s) => {
     const category = fixed(s);
     return {
@@ -42,16 +66,23 @@ export function assignStyles(levels, categories) {
   };
 }
 
-/** The memory legend: one entry per category drawn, in the category's colour and texture. */
+/**
+ * The memory legend: one entry per category drawn, in its texture. A category drawn as one
+ * segment shows its own colour; one split over the tree is drawn in each module's colour, and
+ * its swatch says so (a strip of module colours).
+ */
 function createLegend(categories) {
   if (!categories.length) return null;
-  return h("div", { class: "sk-legend", data: { skyline: "legend" }, attrs: { "aria-hidden": "true" } }, categories.map((c) => h("span", {
-    class: "sk-legend-item",
-    text: c.label,
-    data: { category: c.key, texture: c.texture },
-    // Colours of categories split over the tree name modules, so their swatch shows the texture only.
-    style: c.color && !splitsOverTree(c) ? { "--sk-swatch": c.color } : undefined,
-  })));
+  return h("div", { class: "sk-legend", data: { skyline: "legend" }, attrs: { "aria-hidden": "true" } }, categories.map((c) => {
+    const byModule = splitsOverTree(c);
+    return h("span", {
+      class: "sk-legend-item",
+      text: c.label,
+      title: byModule ? `${c.label}: in the colour of each module` : undefined,
+      data: { category: c.key, texture: c.texture, coloring: byModule ? "module" : "category" },
+      style: c.color && !byModule ? { "--sk-swatch": c.color } : undefined,
+    });
+  }));
 }
 
 export function createNav({ signal, onBack, onTop, onCrumb }) {
@@ -65,6 +96,8 @@ export function createNav({ signal, onBack, onTop, onCrumb }) {
     if (button) onCrumb(Number(button.dataset.depth));
   }, { signal });
   const el = h("div", { class: "sk-nav" }, [back, top, crumbs]);
+  // Enter and Space press a focused button here, not the notebook's command for them.
+  ownKeys(el, (e, target) => target.tagName === "BUTTON" && (e.key === "Enter" || e.key === " "), signal);
 
   function update(items, atTop) {
     back.disabled = atTop;
@@ -179,13 +212,14 @@ export function createBreakdown({ kind, title, signal, formatValue, onHover, onD
       onDrill(s);
     }
   }, opts);
-  el.addEventListener("keydown", (e) => {
-    const s = segmentOf(e.target);
-    if (s && e.key === "Enter" && canDrill(s)) {
-      e.preventDefault();
-      onDrill(s);
-    }
-  }, opts);
+  // Enter on a focused segment is the segment's (it opens it), not the notebook's.
+  ownKeys(el, (e, target) => {
+    const s = e.key === "Enter" ? segmentOf(target) : null;
+    if (!s) return false;
+    e.preventDefault();
+    if (canDrill(s)) onDrill(s);
+    return true;
+  }, signal);
 
   /**
    * Mark every segment of the node(s) in `paths` (a path, a Set of paths, or null). Both bars

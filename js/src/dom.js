@@ -21,3 +21,33 @@ export function h(tag, props = {}, children = []) {
 export function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
 }
+
+/**
+ * Give the keys `handle` takes to the element `owner` while focus is inside it. Notebook hosts
+ * bind plain keys (arrows, Enter, Page Up/Down) to notebook commands: JupyterLab runs them when
+ * the key bubbles up to the document, Notebook 7 while it is captured there, before the focused
+ * element sees it. So the listener sits on the window in the capture phase, the first stop of
+ * every key event: `handle(event)` runs there and, when it returns true, the event goes no
+ * further (the handler calls preventDefault itself where the key's default action must not
+ * happen). Keys pressed with Ctrl, Alt, Meta or Shift are never taken: the page's shortcuts
+ * (save, run, extend the selection) keep working while a part of the widget has focus.
+ */
+export function ownKeys(owner, handle, signal) {
+  const view = owner.ownerDocument.defaultView;
+  view.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.altKey || e.metaKey || e.shiftKey) return;
+    const target = e.composedPath()[0];
+    if (!(target instanceof view.Element) || !owner.contains(target)) return;
+    if (handle(e, target)) e.stopPropagation();
+  }, { capture: true, signal });
+}
+
+/**
+ * Hand focus back to the page: to the nearest focusable element around `el` (in a notebook,
+ * the cell holding the output, so the notebook's own keys work again), else nowhere.
+ */
+export function releaseFocus(el) {
+  const host = el.parentElement?.closest("[tabindex]");
+  el.blur();
+  host?.focus({ preventScroll: true });
+}

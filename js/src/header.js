@@ -39,14 +39,21 @@ export function renderHeader(report) {
 
 /**
  * What the profiler noticed about its own measurement (a NaN loss, time that did not settle,
- * samples timed while other processes kept the CPU busy, negative untracked time): said next
- * to the numbers it qualifies, as text. None: nothing is drawn.
+ * samples timed while other processes kept the CPU busy, negative untracked time), as text, in
+ * one line that opens: how many notes and the start of the first, the full texts inside, so the
+ * notes never push the bars down. None: nothing is drawn.
  */
 export function renderWarnings(report) {
   const warnings = Array.isArray(report.warnings) ? report.warnings.filter((w) => typeof w === "string" && w) : [];
   if (!warnings.length) return null;
-  return h("ul", { class: "sk-warnings", data: { skyline: "warnings" }, attrs: { role: "note", "aria-label": "Measurement notes" } },
-    warnings.map((text) => h("li", { class: "sk-warning", text })));
+  const count = warnings.length === 1 ? "Note on this measurement" : `${warnings.length} notes on this measurement`;
+  return h("details", { class: "sk-warnings", data: { skyline: "warnings" }, attrs: { role: "note", "aria-label": "Measurement notes" } }, [
+    h("summary", { class: "sk-warnings-summary" }, [
+      h("span", { class: "sk-warnings-count", text: count }),
+      h("span", { class: "sk-warnings-first", text: warnings[0], attrs: { "aria-hidden": "true" } }),
+    ]),
+    h("ul", { class: "sk-warnings-list" }, warnings.map((text) => h("li", { class: "sk-warning", text }))),
+  ]);
 }
 
 export function renderEmpty() {

@@ -296,7 +296,7 @@ describe("dragging the key-metric bars", () => {
     expect(fill("memory")).toBe("100%");
     expect(view.q("throughput-scale").textContent).toBe(`max ${formatThroughput(p.maxThroughput)} up to batch ${formatInt(top)}`);
     expect(p.maxThroughput).toBeLessThan(1000 / report.models.time.slope);
-    expect(view.q("memory-scale").textContent).toBe(`${formatBytes(p.predictPeakBytes(top))} up to batch ${formatInt(top)}`);
+    expect(view.q("memory-scale").textContent).toBe(`max ${formatBytes(p.predictPeakBytes(top))} up to batch ${formatInt(top)}`);
     expect(view.q("memory-scale").textContent).not.toContain(formatBytes(report.models.capacity_bytes));
   });
 
