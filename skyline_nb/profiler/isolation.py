@@ -1,16 +1,26 @@
-"""Measurements leave no trace in the user's session.
+"""Measurements leave no trace in the user's session, even when interrupted.
 
-RNG forked (CPU + CUDA, Python ``random``, NumPy), grad mode and global torch flags restored,
-and memory released, whether the measurement returns or raises (KeyboardInterrupt too). Models
-are always fresh from the provider (``providers.build_trial`` copies one the user holds), so
+Saved on entry and put back on exit, whether the measurement returns or raises
+(KeyboardInterrupt too): the RNG states (torch CPU and CUDA, Python ``random``, NumPy), grad
+and anomaly modes, torch's thread count and global flags; whatever the measurement added and
+an interrupt kept it from removing is removed: global module and optimizer hooks, dispatch and
+function modes, saved-tensor hooks, a running profiler session. Memory is released. Models are
+always fresh from the provider (``providers.build_trial`` copies one the user holds), so
 training them cannot touch the user's objects.
+
+An interrupt that lands while the state is being put back (Ctrl+C pressed twice, or late) is
+held until the state is whole, then raised: the restore runs with SIGINT deferred, and is
+repeated if an interrupt got in before the deferral did.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -19,28 +29,105 @@ from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 
 
+@dataclass
+class _Saved:
+    """The user's session state that a measurement may change."""
+
+    torch_rng: torch.Tensor
+    cuda_rng: dict[int, torch.Tensor]
+    python_rng: Any
+    numpy_rng: Any
+    grad: bool
+    anomaly: tuple[bool, bool]
+    threads: int
+    flags: dict[str, Any]
+    hooks: dict[str, list[Any]]
+    modes: tuple[int, int]
+    saved_tensors_hooks: Any
+    profiler: bool
+
+
+def _save(device: Device) -> _Saved:
+    cuda = [device.torch_device.index or 0] if device.kind == "cuda" else []
+    return _Saved(
+        torch_rng=torch.random.get_rng_state(),
+        cuda_rng={i: torch.cuda.get_rng_state(i) for i in cuda},
+        python_rng=random.getstate(),
+        numpy_rng=_numpy_state(),
+        grad=torch.is_grad_enabled(),
+        anomaly=(torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+        threads=torch.get_num_threads(),
+        flags={name: get() for name, (get, _set) in tp.backend_flags().items()},
+        hooks=tp.global_hook_keys(),
+        modes=tp.mode_stack_depths(),
+        saved_tensors_hooks=tp.saved_tensors_hooks_top(),
+        profiler=tp.profiler_running(),
+    )
+
+
+def _restore(saved: _Saved, device: Device) -> None:
+    """Put ``saved`` back; safe to repeat."""
+    if tp.profiler_running() and not saved.profiler:
+        tp.stop_profiler()
+    tp.pop_saved_tensors_hooks_to(saved.saved_tensors_hooks)
+    tp.pop_modes_to(saved.modes)
+    tp.remove_global_hooks_since(saved.hooks)
+    for name, (get, set_) in tp.backend_flags().items():
+        if name in saved.flags and get() != saved.flags[name]:
+            set_(saved.flags[name])
+    if torch.get_num_threads() != saved.threads:
+        torch.set_num_threads(saved.threads)
+    torch.set_anomaly_enabled(*saved.anomaly)
+    torch.set_grad_enabled(saved.grad)
+    torch.random.set_rng_state(saved.torch_rng)
+    for index, state in saved.cuda_rng.items():
+        torch.cuda.set_rng_state(state, index)
+    random.setstate(saved.python_rng)
+    if saved.numpy_rng is not None:
+        import numpy
+
+        numpy.random.set_state(saved.numpy_rng)
+    device.free_memory()
+
+
 @contextmanager
 def isolated(device: Device) -> Iterator[None]:
     """Run measurements without leaving a trace in the user's session."""
-    flags = tp.backend_flags()
-    saved = {name: get() for name, (get, _set) in flags.items()}
-    python_rng = random.getstate()
-    numpy_rng = _numpy_state()
-    cuda = [device.torch_device.index] if device.kind == "cuda" else []
+    saved = _save(device)
     try:
-        with torch.random.fork_rng(devices=cuda):
-            torch.set_grad_enabled(True)
-            yield
+        torch.set_grad_enabled(True)
+        yield
     finally:
-        for name, (get, set_) in flags.items():
-            if get() != saved[name]:
-                set_(saved[name])
-        random.setstate(python_rng)
-        if numpy_rng is not None:
-            import numpy
+        _restore_whole(lambda: _restore(saved, device))
 
-            numpy.random.set_state(numpy_rng)
-        device.free_memory()
+
+def _restore_whole(restore: Callable[[], None]) -> None:
+    interrupted = False
+    while True:
+        try:
+            with _interrupts_held() as held:
+                restore()
+            interrupted = interrupted or bool(held)
+            break
+        except KeyboardInterrupt:
+            interrupted = True  # it came before the deferral did: the restore runs again
+    if interrupted:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[list[int]]:
+    """SIGINT is recorded, not raised, meanwhile (main thread only: elsewhere Python delivers
+    no signals); the list it yields is non-empty afterwards when one came."""
+    held: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield held
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _numpy_state() -> Any:

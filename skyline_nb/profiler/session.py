@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from skyline_nb.categories import Categories, Category
+from skyline_nb.export.units import format_ms
 from skyline_nb.models.linear import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
@@ -133,9 +134,8 @@ def profile(
 def _unsettled(level1: IterationResult) -> str:
     timing = level1.timing
     return (
-        f"the iteration time is the median of {len(timing.ms)} iterations, "
-        f"{timing.waited_count} of which ran while other processes kept this one waiting for "
-        "a CPU, so it may be slower than on a quiet machine"
+        f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU: the step "
+        "time may be higher than on a quiet machine"
     )
 
 
@@ -178,8 +178,7 @@ def _instrumented(
             level1.converged = timing.settled(HEADLINE)
     if starved:
         warnings.append(
-            "other processes kept this one waiting for a CPU during every instrumented "
-            "iteration; the op times may be inflated"
+            "the machine was busy while ops were timed: op times may be too high"
         )
     activation_by_op = _match_activations(saved.bytes_per_op(), memory_ops, ops)
     weights, weight_bytes, grad_bytes = [], {}, {}
@@ -203,22 +202,19 @@ def _instrumented(
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0:
         warnings.append(
-            f"the ops measured one by one sum to {ops_ms:.3f} ms, more than the uninstrumented "
-            f"iteration ({level1.iteration_ms:.3f} ms): timing noise or the ~2 µs of Python "
-            "dispatch each timed op carries; the breakdown shows each op's share of the iteration"
+            f"op times add up to {format_ms(ops_ms)}, a little more than the whole step "
+            f"({format_ms(level1.iteration_ms)}): timing overhead; the shares are still right"
         )
     elif (untracked_ms > UNTRACKED_TOLERANCE * level1.iteration_ms
           and 2 * level1.waited_iterations > len(level1.timing.ms)):
         warnings.append(
-            f"most iterations ran while other processes kept this one waiting for a CPU; much of "
-            f"the untracked {untracked_ms:.3f} ms is that waiting, which falls between the ops "
-            "timed one by one"
+            f"the machine was busy: much of the {format_ms(untracked_ms)} not matched to an op "
+            "is waiting for a CPU"
         )
     if not memory_ops.accumulated and all(r.backward_ms is None for r in ops.records):
         warnings.append(
-            f"the iteration {trial.where} computed no gradients (no backward pass), so this is "
-            "the time and memory of a forward step, not of a training step; call "
-            "loss.backward() in it to profile training"
+            f"no backward pass ran (the iteration {trial.where}): this is a forward step, not "
+            "training; call loss.backward() in it to profile training"
         )
     warnings.extend(_finite_checks(value, params, trial.where))
     tree = build_tree(
@@ -274,7 +270,7 @@ def _op_times(
     if len(chosen) % 2 == 0:
         chosen = chosen[1:]  # an odd count: the median is one measured value
     if not merge_median(chosen[0], chosen[1:]):
-        warnings.append("the instrumented iterations ran different ops; op times are from one run")
+        warnings.append("the steps ran different ops; op times come from one of them")
     return chosen[0], starved
 
 
@@ -308,8 +304,8 @@ def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> lis
         bad = [n for n, p in params if p.is_floating_point() and not bool(torch.isfinite(p).all())]
     if bad:
         found.append(
-            f"after one iteration {len(bad)} parameter(s) hold NaN/inf (first: {bad[0]}); "
-            "the loss is probably NaN/inf, so the timings may not be representative"
+            f"after one step {len(bad)} parameter(s) hold NaN/inf (first: {bad[0]}): timings "
+            "may not be typical"
         )
     return found
 
@@ -333,9 +329,8 @@ def _sample(warm: WarmTrial, dev: Device, warnings: list[str]) -> _Sampled:
     busy = [t.batch_size for t in timings if not t.converged and t.timing.waited_count]
     if busy:
         warnings.append(
-            f"the samples at batch size {', '.join(map(str, busy))} were timed while other "
-            "processes kept the CPU busy (their blocks waited for a CPU), so the time "
-            "predictions may be off; re-profile when the machine is quieter"
+            f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
+            "be off; re-profile when it is quieter"
         )
     return _Sampled(peaks, timings, reason)
 

@@ -47,16 +47,6 @@ def dispatch_mode_base() -> type:
     return _need(_python_dispatch, "TorchDispatchMode", "torch.utils._python_dispatch")
 
 
-def dispatch_stack_depth() -> int:
-    """How many dispatch modes are active (isolation tests check it is unchanged)."""
-    return int(_need(torch._C, "_len_torch_dispatch_stack", "torch._C")())
-
-
-def function_stack_depth() -> int:
-    """How many ``TorchFunctionMode``s are active."""
-    return int(_need(torch._C, "_len_torch_function_stack", "torch._C")())
-
-
 def tree_leaves(value: Any) -> list[Any]:
     from torch.utils import _pytree
 
@@ -102,28 +92,64 @@ def on_storage_free(tensor: torch.Tensor, callback: Callable[..., None], *args: 
     weakref.finalize(tensor.untyped_storage(), callback, *args)
 
 
-# ---- global hook registries (read-only, for isolation checks) -----------------------------
-def global_module_hook_counts() -> dict[str, int]:
-    """Sizes of nn.Module's global hook dicts; unchanged by a profile() that cleaned up."""
+# ---- global state a measurement may leave behind (isolation.py puts it back) -------------
+def global_hook_keys() -> dict[str, list[Any]]:
+    """The keys of every global hook registry of ``nn.Module`` and ``torch.optim``."""
+    return {name: list(registry) for name, registry in _global_hook_registries()}
+
+
+def remove_global_hooks_since(keys: dict[str, list[Any]]) -> None:
+    """Remove the global hooks registered since ``keys = global_hook_keys()``."""
+    for name, registry in _global_hook_registries():
+        before = set(keys.get(name, ()))
+        for key in [k for k in registry if k not in before]:
+            del registry[key]
+
+
+def _global_hook_registries() -> Iterator[tuple[str, dict[Any, Any]]]:
     from torch.nn.modules import module
-
-    names = [
-        "_global_forward_pre_hooks",
-        "_global_forward_hooks",
-        "_global_backward_pre_hooks",
-        "_global_backward_hooks",
-        "_global_module_registration_hooks",
-        "_global_parameter_registration_hooks",
-        "_global_buffer_registration_hooks",
-    ]
-    return {n: len(getattr(module, n)) for n in names if hasattr(module, n)}
-
-
-def global_optimizer_hook_counts() -> dict[str, int]:
     from torch.optim import optimizer
 
-    names = ["_global_optimizer_pre_hooks", "_global_optimizer_post_hooks"]
-    return {n: len(getattr(optimizer, n)) for n in names if hasattr(optimizer, n)}
+    for owner in (module, optimizer):
+        for name, value in sorted(vars(owner).items()):
+            if name.startswith("_global_") and isinstance(value, dict):
+                yield f"{owner.__name__}.{name}", value
+
+
+def mode_stack_depths() -> tuple[int, int]:
+    """How many dispatch modes and ``TorchFunctionMode``s are active."""
+    return (int(_need(torch._C, "_len_torch_dispatch_stack", "torch._C")()),
+            int(_need(torch._C, "_len_torch_function_stack", "torch._C")()))
+
+
+def pop_modes_to(depths: tuple[int, int]) -> None:
+    """Pop the dispatch and function modes pushed since ``depths = mode_stack_depths()``."""
+    while mode_stack_depths()[0] > depths[0]:
+        _need(torch._C, "_pop_torch_dispatch_stack", "torch._C")()
+    while mode_stack_depths()[1] > depths[1]:
+        _need(torch._C, "_pop_torch_function_stack", "torch._C")()
+
+
+def saved_tensors_hooks_top() -> Any:
+    """The innermost ``saved_tensors_hooks`` pair, or None."""
+    return _need(torch._C._autograd, "_top_saved_tensors_default_hooks",
+                 "torch._C._autograd")(False)
+
+
+def pop_saved_tensors_hooks_to(top: Any) -> None:
+    """Pop the saved-tensor hooks pushed since ``top = saved_tensors_hooks_top()``."""
+    pop = _need(torch._C._autograd, "_pop_saved_tensors_default_hooks", "torch._C._autograd")
+    while (current := saved_tensors_hooks_top()) is not None and current != top:
+        pop()
+
+
+def profiler_running() -> bool:
+    return bool(_need(torch._C._autograd, "_profiler_enabled", "torch._C._autograd")())
+
+
+def stop_profiler() -> None:
+    """Stop a kineto profiler session, discarding its results."""
+    _need(torch._C._autograd, "_disable_profiler", "torch._C._autograd")()
 
 
 def register_optimizer_step_hooks(
@@ -243,7 +269,7 @@ class AllocatorReports:
             profiler_c.ProfilerState.KINETO, False, True, False, False, False,
             profiler_c._ExperimentalConfig())
         activities = {profiler_c.ProfilerActivity.CPU}
-        if _need(autograd_c, "_profiler_enabled", "torch._C._autograd")():
+        if profiler_running():
             raise RuntimeError("a profiler is already running")
         _need(autograd_c, "_prepare_profiler", "torch._C._autograd")(config, activities)
         _need(autograd_c, "_enable_profiler", "torch._C._autograd")(

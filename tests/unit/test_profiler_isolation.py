@@ -1,9 +1,10 @@
 """profile() leaves the user's session exactly as it found it, whether it returns or raises.
 
-Checked after every outcome: the user's model and parameters, RNG states (torch, Python,
-NumPy), grad mode, global torch flags, global module/optimizer hooks, dispatch and function
-modes. KeyboardInterrupt raised from inside the iteration (during level 1 and during the
-instrumented runs) must propagate unchanged.
+Checked after every outcome: the user's model and parameters, RNG states (torch CPU and CUDA,
+Python, NumPy), grad and anomaly modes, threads, global torch flags, global module/optimizer
+hooks, dispatch and function modes, saved-tensor hooks. test_interrupts.py interrupts a
+profile at many more places. KeyboardInterrupt raised from inside the iteration (during level
+1 and during the instrumented runs) must propagate unchanged.
 """
 
 from __future__ import annotations
@@ -28,18 +29,23 @@ def snapshot() -> dict:
         "numpy_rng": numpy.random.get_state()[1].copy(),
         "grad": torch.is_grad_enabled(),
         "flags": {name: get() for name, (get, _set) in tp.backend_flags().items()},
-        "module_hooks": tp.global_module_hook_counts(),
-        "optimizer_hooks": tp.global_optimizer_hook_counts(),
-        "dispatch": tp.dispatch_stack_depth(),
-        "function": tp.function_stack_depth(),
+        "hooks": tp.global_hook_keys(),
+        "modes": tp.mode_stack_depths(),
+        "saved_tensors_hooks": tp.saved_tensors_hooks_top(),
+        "threads": torch.get_num_threads(),
+        "anomaly": (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
 
 
 def assert_same(before: dict, after: dict) -> None:
     assert torch.equal(before["torch_rng"], after["torch_rng"])
+    assert len(before["cuda_rng"]) == len(after["cuda_rng"])
+    assert all(torch.equal(a, b) for a, b in zip(before["cuda_rng"], after["cuda_rng"],
+                                                         strict=True))
     assert numpy.array_equal(before["numpy_rng"], after["numpy_rng"])
-    for key in ("python_rng", "grad", "flags", "module_hooks", "optimizer_hooks", "dispatch",
-                "function"):
+    for key in ("python_rng", "grad", "flags", "hooks", "modes", "saved_tensors_hooks",
+                "threads", "anomaly"):
         assert before[key] == after[key], key
 
 
@@ -55,12 +61,12 @@ def inputs(batch_size=4):
     return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
 
 
-HOOKS_BEFORE = sum(tp.global_module_hook_counts().values())
+HOOKS_BEFORE = sum(map(len, tp.global_hook_keys().values()))
 
 
 def in_instrumented_run() -> bool:
     """True inside level 2/3, where the profiler's global module hooks are installed."""
-    return sum(tp.global_module_hook_counts().values()) > HOOKS_BEFORE
+    return sum(map(len, tp.global_hook_keys().values())) > HOOKS_BEFORE
 
 
 def make_iteration_provider(fail_on_call=None, exception=KeyboardInterrupt):

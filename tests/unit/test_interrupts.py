@@ -1,0 +1,141 @@
+"""A Ctrl+C at any moment of a profile leaves the user's session exactly as it was.
+
+A real SIGINT is raised (``signal.raise_signal``) at a chosen Python call inside ``profile()``
+— the n-th call of a named function (each level, inside sampling, inside the restore itself) or
+the n-th call of any function (spread over the whole profile) — so Python's own handler
+delivers KeyboardInterrupt where the kernel's interrupt would. After each: the same RNG states,
+threads, grad and anomaly modes, flags, global hooks, mode stacks, saved-tensor hooks, no
+profiler left running, and the user's model and optimizer untouched.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import torch
+from test_profiler_isolation import assert_same, snapshot
+from torch import nn
+
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.session import profile
+
+pytestmark = pytest.mark.slow  # about 20 profiles under a Python profile hook
+
+USER_MODEL = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+USER_OPTIMIZER = torch.optim.Adam(USER_MODEL.parameters(), lr=0.01)
+
+
+def model_provider():
+    return USER_MODEL  # the user's own object: the profiler must train a copy
+
+
+def input_provider(batch_size=4):
+    return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
+
+
+def iteration_provider(model):
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def iteration(x, y):
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    return iteration
+
+
+def run_profile() -> None:
+    profile(model_provider, input_provider, iteration_provider, device="cpu")
+
+
+class Calls:
+    """A ``sys.setprofile`` hook counting Python calls; raises SIGINT at the chosen one."""
+
+    def __init__(self, name: str | None = None, at: int = 0) -> None:
+        self.name, self.at, self.count, self.names = name, at, 0, set()
+
+    def __call__(self, frame, event, _arg) -> None:
+        if event != "call":
+            return
+        name = frame.f_code.co_qualname
+        self.names.add(name)
+        if self.name is None or name == self.name:
+            self.count += 1
+            if self.count == self.at:
+                sys.setprofile(None)
+                signal.raise_signal(signal.SIGINT)
+
+
+@contextmanager
+def profiled(hook: Calls) -> Iterator[Calls]:
+    sys.setprofile(hook)
+    try:
+        yield hook
+    finally:
+        sys.setprofile(None)
+
+
+def total_calls() -> Calls:
+    with profiled(Calls()) as counted:
+        run_profile()
+    return counted
+
+
+TOTAL = None
+
+
+def _total() -> Calls:
+    global TOTAL
+    if TOTAL is None:
+        TOTAL = total_calls()
+    return TOTAL
+
+
+# Named places: (qualified name, which call). Each level, sampling, and the restore itself.
+PLACES = [
+    ("_tracked_warmup", 1),
+    ("AllocatorReports.__exit__", 1),
+    ("time_steps", 1),
+    ("WarmTrial.peak_at", 2),
+    ("WarmTrial.time_sizes", 1),
+    ("timed_chunk", 5),
+    ("OperationTracker.__enter__", 1),
+    ("SavedTensorTracker.active", 1),
+    ("_op_times", 1),
+    ("build_tree", 1),
+    ("_restore", 1),
+    ("remove_global_hooks_since", 1),
+    ("_interrupts_held", 1),
+]
+
+
+def _check(hook: Calls) -> None:
+    weights = {k: v.clone() for k, v in USER_MODEL.state_dict().items()}
+    optimizer_state = repr(USER_OPTIMIZER.state_dict())
+    before = snapshot()
+    with pytest.raises(KeyboardInterrupt), profiled(hook):
+        run_profile()
+    assert hook.count >= hook.at, f"{hook.name} was called {hook.count} times, not {hook.at}"
+    assert_same(before, snapshot())
+    assert not tp.profiler_running()
+    for key, value in USER_MODEL.state_dict().items():
+        assert torch.equal(value, weights[key]), key
+    assert all(p.grad is None for p in USER_MODEL.parameters())
+    assert repr(USER_OPTIMIZER.state_dict()) == optimizer_state
+
+
+@pytest.mark.parametrize(("name", "at"), PLACES, ids=[name for name, _ in PLACES])
+def test_an_interrupt_at_a_named_place_leaves_no_trace(name: str, at: int) -> None:
+    assert name in _total().names, f"{name} is not called by profile(): update PLACES"
+    _check(Calls(name, at))
+
+
+# Fractions of the calls a whole profile makes (that count varies by a few % between runs,
+# with the number of timed iterations).
+@pytest.mark.parametrize("fraction", [0.02, 0.15, 0.3, 0.45, 0.6, 0.75])
+def test_an_interrupt_anywhere_leaves_no_trace(fraction: float) -> None:
+    _check(Calls(None, max(1, int(fraction * _total().count))))
