@@ -47,6 +47,7 @@ from skyline_nb.profiler.memory import (
 )
 from skyline_nb.profiler.operations import OperationTracker, merge_median
 from skyline_nb.profiler.prepare import prepare
+from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.sampling import choose_sizes
 from skyline_nb.profiler.stacks import CellLookup, UserCode
@@ -87,6 +88,7 @@ def profile(
     project_root: str | Path | None = None,
     memory_budget: int | None = None,
     cells: CellLookup | None = None,
+    progress: Callable[[Progress], None] | None = None,
 ) -> Report:
     """Profile one training iteration of the model the providers describe.
 
@@ -95,12 +97,14 @@ def profile(
     on CPU, makes an iteration needing more fail like an out-of-memory. ``project_root`` decides
     which files count as the user's code (default: the model provider's folder, or the working
     folder for notebook cells); ``cells`` tells which code files are notebook cells (the
-    notebook side passes ``cells.lookup``; None: there are none).
+    notebook side passes ``cells.lookup``; None: there are none); ``progress`` is called as
+    each stage starts (``progress.py``).
     """
     run = prepare(model_provider, input_provider, iteration_provider, batch_size=batch_size,
                   device=device, project_root=project_root, memory_budget=memory_budget,
                   cells=cells)
     dev, user_code, providers, size = run.device, run.user_code, run.providers, run.batch_size
+    reporter = Reporter(progress, predict)
     warnings: list[str] = []
     origins = ParameterOrigins(user_code.capture)
 
@@ -110,6 +114,7 @@ def profile(
 
     with isolated(dev):
         try:
+            reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(
                 build, dev, size, inputs_for=warm_inputs(providers, dev),
                 precision=HEADLINE_BEFORE_SAMPLES if predict else HEADLINE)
@@ -119,15 +124,17 @@ def profile(
                 f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size"
             ) from exc
         try:
-            sampled = _sample(warm, dev, warnings) if predict else None
+            reporter.iteration_ms = level1.iteration_ms
+            sampled = _sample(warm, dev, warnings, reporter) if predict else None
             if not level1.converged:
                 warnings.append(_unsettled(level1))
-            report = _instrumented(warm, origins, dev, user_code, level1, warnings)
+            report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.samples = [level1.sample()]
             if sampled is not None:
                 report.samples, report.models = _fit(level1, sampled, dev)
         finally:
             del warm
+    reporter.stage("done", 0)
     return report
 
 
@@ -146,6 +153,7 @@ def _instrumented(
     user_code: UserCode,
     level1: IterationResult,
     warnings: list[str],
+    reporter: Reporter,
 ) -> Report:
     """Levels 2 and 3 on the warm trial, assembled with level 1 into the Report."""
     size = level1.batch_size
@@ -156,13 +164,14 @@ def _instrumented(
     fixed |= storage_keys(trial.input_tensors)
     # Memory run first: saved-tensor hooks change which ops autograd dispatches (no detach of
     # saved outputs), so time is taken from separate hook-free runs, matched by op key.
+    reporter.stage("measuring what each op saves for backward", 2)
     memory_ops = OperationTracker(model, dev, user_code)
     saved = SavedTensorTracker(fixed, memory_ops.current_op, memory_ops.op_of_node)
     with memory_ops, saved.active():
         value = trial.step()
     memory_ops.finish()
     hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
-    ops, starved = _op_times(trial, dev, user_code, hold, warnings)
+    ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
     for _ in range(RECONCILE_ATTEMPTS):
         # Level 1 and level 2 measured at different moments of a busy machine (another process
         # holding the cores, a scheduler starving a worker thread for seconds, a clock that
@@ -170,7 +179,7 @@ def _instrumented(
         # conditions.
         if _consistent(level1, ops):
             break
-        ops, starved = _op_times(trial, dev, user_code, hold, warnings)
+        ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
         if not _consistent(level1, ops):
             timing = time_steps(trial.step, dev, HEADLINE)
             # every iteration counts: the conditions the op times were measured in
@@ -249,7 +258,8 @@ def _instrumented(
 
 
 def _op_times(
-    trial: Any, dev: Device, user_code: UserCode, hold_ms: float, warnings: list[str]
+    trial: Any, dev: Device, user_code: UserCode, hold_ms: float, warnings: list[str],
+    reporter: Reporter,
 ) -> tuple[OperationTracker, bool]:
     """Instrumented runs (``more_level2_runs``), merged into per-op medians over the quiet ones.
 
@@ -259,6 +269,7 @@ def _op_times(
     runs: list[tuple[OperationTracker, bool]] = []
     while more_level2_runs([(r.wall_ms, waited) for r, waited in runs]):
         # CUDA: held longer than the host needs to launch the instrumented iteration.
+        reporter.stage(f"timing each op (run {len(runs) + 1})", 2)
         run = OperationTracker(trial.model, dev, user_code, hold_ms=hold_ms)
         before = waited_ns()
         with run:
@@ -319,13 +330,24 @@ class _Sampled:
     reason: str | None
 
 
-def _sample(warm: WarmTrial, dev: Device, warnings: list[str]) -> _Sampled:
+def _sample(
+    warm: WarmTrial, dev: Device, warnings: list[str], reporter: Reporter
+) -> _Sampled:
     """Sizes chosen by memory (``choose_sizes`` over ``WarmTrial.peak_at``), then timed together
     with the user's batch (``WarmTrial.time_sizes``, which completes the headline)."""
     first = warm.user
-    peaks, reason = choose_sizes(warm.peak_at, first.batch_size, first.peak_bytes,
-                                 dev.capacity_bytes(), oom_errors=dev.oom_types)
-    timings = warm.time_sizes([n for n in peaks if n != first.batch_size])
+    user = first.batch_size
+
+    def peak_at(n: int) -> int:
+        reporter.stage(f"peak memory at batch size {n}", 1 + n / user)
+        return warm.peak_at(n)
+
+    peaks, reason = choose_sizes(peak_at, user, first.peak_bytes, dev.capacity_bytes(),
+                                 oom_errors=dev.oom_types)
+    sizes = [n for n in peaks if n != user]
+    reporter.stage(f"timing batch size {', '.join(map(str, sizes))}",
+                   2 * sum(1 + n / user for n in sizes))
+    timings = warm.time_sizes(sizes)
     busy = [t.batch_size for t in timings if not t.converged and t.timing.waited_count]
     if busy:
         warnings.append(

@@ -89,3 +89,20 @@ def test_level2_runs_that_waited_are_retried_within_a_patience():
     while more_level2_runs(starved):
         starved.append((50.0, True))
     assert sum(w for w, _ in starved) <= LEVEL2_PATIENCE_MS + 50.0
+
+
+def test_progress_names_each_stage_in_order_with_an_estimate():
+    seen = []
+    profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
+            mlp.skyline_iteration_provider, batch_size=8, device="cpu", progress=seen.append)
+    stages = [p.stage for p in seen]
+    assert stages[0].startswith("building the model") and stages[-1] == "done"
+    assert any(s.startswith("peak memory at batch size 16") for s in stages)
+    assert any(s.startswith("timing batch size") for s in stages)
+    assert any(s.startswith("timing each op") for s in stages)
+    done = [p.done for p in seen]
+    assert done == sorted(done) and 0.0 <= done[0] and done[-1] == 1.0
+    assert seen[0].remaining_s is None
+    assert all(p.remaining_s is not None and p.remaining_s >= 0 for p in seen[1:])
+    elapsed = [p.elapsed_s for p in seen]
+    assert elapsed == sorted(elapsed)
