@@ -6,9 +6,11 @@
 // time and activation bytes to every distinct line in its frames, i.e. lines get INCLUSIVE
 // totals like a line profiler's: `loss = model(x)` carries the whole forward pass and
 // `x = self.layer1(x)` only layer1's. Leaves without frames inherit their nearest framed
-// ancestor's, so an op inside a torch module still lands on the user's call site.
+// ancestor's, so an op inside a torch module still lands on the user's call site. Each line
+// also keeps what it ran per part of the level (the level's children as the bars draw them,
+// groups of repeated calls included), so its marker names them as the segments do.
 
-import { nodeTime } from "./tree.js";
+import { nodeLabel, nodeTime } from "./tree.js";
 
 export const lineKey = (file, line) => `${file}\n${line}`;
 
@@ -23,10 +25,20 @@ function distinct(frames) {
 function entry(stats, key, frame) {
   let e = stats.get(key);
   if (!e) {
-    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, activationBytes: 0, weightBytes: 0 };
+    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, activationBytes: 0, weightBytes: 0, parts: new Map() };
     stats.set(key, e);
   }
   return e;
+}
+
+function addPart(parts, node, timeMs, activationBytes) {
+  const p = parts.get(node.path);
+  if (p) {
+    p.timeMs += timeMs;
+    p.activationBytes += activationBytes;
+  } else {
+    parts.set(node.path, { label: nodeLabel(node), timeMs, activationBytes });
+  }
 }
 
 /** Does parameter `name` (as named_parameters names it) belong to the module at `path`? */
@@ -36,18 +48,19 @@ export function ownsParameter(path, name, isRoot) {
 
 /**
  * Per-line totals within `node`: Map lineKey -> {file, line, cellId, timeMs, activationBytes,
- * weightBytes}. Weight bytes come from report.weights (frames = where the parameter was
- * created), restricted to parameters of this module.
+ * weightBytes, parts}. Weight bytes come from report.weights (frames = where the parameter was
+ * created), restricted to parameters of this module. `parts` maps the path of each child of
+ * `node` that ran the line to {label, timeMs, activationBytes}.
  */
 export function lineStats(node, weights, isRoot) {
   const stats = new Map();
-  const stack = [[node, node.frames || []]];
+  const stack = [[node, node.frames || [], null]];
   while (stack.length) {
-    const [n, inherited] = stack.pop();
+    const [n, inherited, part] = stack.pop();
     const frames = n.frames && n.frames.length ? n.frames : inherited;
     const children = n.children || [];
     if (children.length) {
-      for (const c of children) stack.push([c, frames]);
+      for (const c of children) stack.push([c, frames, part ?? c]);
       continue;
     }
     const time = nodeTime(n);
@@ -57,6 +70,7 @@ export function lineStats(node, weights, isRoot) {
       const e = entry(stats, key, frame);
       e.timeMs += time;
       e.activationBytes += act;
+      if (part) addPart(e.parts, part, time, act);
     }
   }
   for (const w of weights || []) {
@@ -71,10 +85,11 @@ export function lineStats(node, weights, isRoot) {
 /**
  * The lines a breakdown segment comes from (for hover highlighting): the frames of its node and
  * all descendants; for a segment of a category held by parameters (weights), where its
- * parameters were created as well.
+ * parameters were created as well; for an "other" segment, the lines of its parts.
  */
 export function segmentLines(segment, weights) {
   const keys = new Set();
+  for (const part of segment.parts || []) for (const key of segmentLines(part, weights)) keys.add(key);
   if (!segment.node) return keys;
   const stack = [segment.node];
   while (stack.length) {

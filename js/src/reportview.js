@@ -9,11 +9,12 @@ import { createCodeView } from "./codeview.js";
 import { h } from "./dom.js";
 import { applyEdit, createEditNotice } from "./edit.js";
 import { formatBytes, formatFrame, formatMs, formatPercent } from "./format.js";
+import { groupRepeatedOps, groupTooltipLines } from "./group.js";
 import { segmentLines } from "./lines.js";
 import { Predictor } from "./predict.js";
 import { fraction } from "./scale.js";
 import {
-  applyScale, indexTree, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, scaleFor, timeSegments,
+  applyScale, indexTree, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, scaleFor, timeSegments, VIEW_KIND,
 } from "./tree.js";
 
 const MAX_FRAMES_SHOWN = 3;
@@ -25,7 +26,8 @@ const MAX_FRAMES_SHOWN = 3;
 export function createReportView({ report, model, el, tooltip, signal, drillPath, initialBatch }) {
   const predictor = new Predictor(report.models);
   const categories = drawnCategories(report);
-  const index = indexTree(report.tree);
+  // The drawn tree: repeated calls of an op in a module are one group node (group.js).
+  const index = indexTree(groupRepeatedOps(report.tree, categories.flatMap((c) => c.nodeFields)));
   const nav = new Navigator(index);
   if (drillPath) nav.drill(drillPath);
   const measured = Number(report.batch_size);
@@ -33,6 +35,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     ? Math.min(Math.max(1, initialBatch), predictor.maxBatchSize()) : measured;
   let scale = scaleFor(report, predictor, batch);
   let levels = null;
+  let styleOf = null;
   let hovered = null; // {segment, kind}
   const linesCache = new Map();
 
@@ -73,7 +76,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     levels = { time: timeSegments(report, index, node), memory: memorySegments(report, index, node) };
     applyScale(levels.time, scale);
     applyScale(levels.memory, scale);
-    const styleOf = assignStyles([levels.time, levels.memory], categories);
+    styleOf = assignStyles([levels.time, levels.memory], categories);
     timeView.setLevel(levels.time, styleOf);
     memView.setLevel(levels.memory, styleOf);
     timeView.update(levels.time, scale.predicted);
@@ -91,6 +94,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     scale = scaleFor(report, predictor, batch);
     applyScale(levels.time, scale);
     applyScale(levels.memory, scale);
+    if (levels.memory.relayout) memView.setLevel(levels.memory, styleOf);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
     code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
@@ -127,9 +131,22 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     if (moveOnly) return tooltip.move(lastPointer.x, lastPointer.y);
     hovered = { segment, kind };
     tooltip.show(tooltipLines(segment, kind), lastPointer.x, lastPointer.y);
-    timeView.highlight(segment.path);
-    memView.highlight(segment.path);
+    const paths = linkedPaths(segment);
+    timeView.highlight(paths);
+    memView.highlight(paths);
     code.highlight(linesOf(segment));
+  }
+
+  /**
+   * The segments of both bars that show the hovered segment's nodes: its own, its parts' if it
+   * is an "other" segment, and the "other" segments that hold any of them.
+   */
+  function linkedPaths(segment) {
+    const paths = new Set([segment.path, ...(segment.parts || []).map((p) => p.path)]);
+    for (const s of [...levels.time.segments, ...levels.memory.segments]) {
+      if (s.parts?.some((p) => paths.has(p.path))) paths.add(s.path);
+    }
+    return paths;
   }
 
   function clearHover() {
@@ -159,6 +176,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     // A share of the drawn bar (the positive segments), so a part is never more than 100 % of
     // the whole even when a negative remainder (listed beside the bar) lowers the total.
     lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.positive))} of ${where}` });
+    lines.push(...groupTooltipLines(s, format));
     if (kind === "time" && s.node) {
       const f = (s.node.forward_ms || 0) * scale.timeFactor;
       const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;
@@ -174,7 +192,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     const frames = s.frames.slice(0, MAX_FRAMES_SHOWN).map(formatFrame);
     if (frames.length) lines.push({ class: "sk-tooltip-frames", text: frames.join("  \u2190 ") });
     if (scale.predicted) lines.push({ class: "sk-tooltip-note", text: `predicted at batch size ${scale.batch}` });
-    if (canDrill(s)) lines.push({ class: "sk-tooltip-hint", text: "double-click to open" });
+    if (canDrill(s)) lines.push({ class: "sk-tooltip-hint", text: s.kind === VIEW_KIND.GROUP ? "double-click to see each call" : "double-click to open" });
     return lines;
   }
 

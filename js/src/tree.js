@@ -9,6 +9,12 @@ export const NODE_KIND = Object.freeze({
   ROOT: "root", MODULE: "module", OP: "op", OPTIMIZER: "optimizer", UNTRACKED: "untracked",
 });
 
+/**
+ * Kinds of nodes the widget makes only to draw a level (never in a report): a group of repeated
+ * calls of one op (group.js) and the "other (N small)" segment that holds a level's small parts.
+ */
+export const VIEW_KIND = Object.freeze({ GROUP: "group", OTHER: "other" });
+
 /** The category of every time segment; memory segments carry their memory category's key. */
 export const TIME = "time";
 
@@ -18,11 +24,13 @@ export function nodeTime(node) {
 }
 
 /**
- * The short name shown for a node: a module's attribute name ("conv1"; "layer2.0" when the
- * last part is a ModuleList/Sequential index, which alone says nothing), an op's name, the
- * root's class. The class name (node.name) stays available for tooltips.
+ * The short name shown for a node: the label a view node carries ("addmm × 49", group.js),
+ * a module's attribute name ("conv1"; "layer2.0" when the last part is a ModuleList/Sequential
+ * index, which alone says nothing), an op's name, the root's class. The class name (node.name)
+ * stays available for tooltips.
  */
 export function nodeLabel(node) {
+  if (node.label) return node.label;
   if (node.kind !== NODE_KIND.MODULE || !node.path) return node.name || "model";
   const parts = node.path.split(".");
   const last = parts[parts.length - 1];
@@ -102,6 +110,14 @@ export class Navigator {
 // A remainder smaller than this share of the level is rounding noise, not a finding.
 const REMAINDER_TOLERANCE = 1e-3;
 
+// A part under SMALL_SHARE of its bar is too thin to point at. A few of them are drawn anyway,
+// each at the bar's minimum width (widget.css); more than MAX_SMALL in one run of segments (a
+// level's times, or one memory category's parts) become one "other (N small)" segment whose
+// tooltip lists them.
+const SMALL_SHARE = 0.01;
+const MAX_SMALL = 8;
+const MERGEABLE = new Set([NODE_KIND.MODULE, NODE_KIND.OP, VIEW_KIND.GROUP]);
+
 function isNoise(value, total) {
   return Math.abs(value) <= REMAINDER_TOLERANCE * Math.abs(total) || value === 0;
 }
@@ -132,13 +148,29 @@ export function sortDescending(segments) {
 }
 
 const sum = (items, f) => items.reduce((acc, item) => acc + f(item), 0);
+const positiveSum = (segs) => sum(segs, (s) => Math.max(0, s.base));
+
+/**
+ * `segs` (sorted) with its small parts merged into one "other" segment at the end when there
+ * are more than MAX_SMALL of them; the merged segments are its `parts`. Only tree nodes merge:
+ * remainders and the nodes that stand for a category keep their own segment.
+ */
+function mergeSmall(segs, positive, level, category, extra = {}) {
+  const small = segs.filter((s) => MERGEABLE.has(s.kind) && s.base >= 0 && s.base < SMALL_SHARE * positive);
+  if (small.length <= MAX_SMALL) return segs;
+  const merged = new Set(small);
+  const path = `${level.path ? `${level.path}/` : ""}(other ${category})`;
+  const other = synthetic(path, `other (${small.length} small)`, VIEW_KIND.OTHER, category, sum(small, (s) => s.base), { ...extra, parts: small });
+  return [...segs.filter((s) => !merged.has(s)), other];
+}
 
 /**
  * The time segments of one drill level: its children by forward+backward time, largest first.
  * At the root, untracked time (iteration time minus the instrumented operations) is a segment
  * of its own when the tree has no untracked node; it may be negative and stays negative.
  * Deeper, a module whose children do not add up to its own time gets an "unattributed"
- * remainder, so the segments always sum to the level's total.
+ * remainder, so the segments always sum to the level's total. Many small parts are one
+ * "other" segment (mergeSmall).
  */
 export function timeSegments(report, index, node) {
   const children = node.children || [];
@@ -155,7 +187,7 @@ export function timeSegments(report, index, node) {
       segs.push(synthetic(`${node.path}#rest`, "unattributed", NODE_KIND.UNTRACKED, TIME, rest));
     }
   }
-  return finish(sortDescending(segs));
+  return finish(mergeSmall(sortDescending(segs), positiveSum(segs), node, TIME));
 }
 
 /**
@@ -164,9 +196,9 @@ export function timeSegments(report, index, node) {
  * it; bytes the node holds beyond its children, such as a module's own parameters, are its
  * "(own)" segment), then, at the root only, one segment per other category (the node that
  * stands for it, such as the optimizer, or a segment of its own), together. Each group is
- * sorted largest first; negative values (untracked bytes) stay negative, never clamped. At the
- * root a child that stands for a category is drawn as that category only. A memory segment
- * carries its drawn category (categories.js) as `spec`.
+ * sorted largest first, its many small parts merged (mergeSmall); negative values (untracked
+ * bytes) stay negative, never clamped. At the root a child that stands for a category is drawn
+ * as that category only. A memory segment carries its drawn category (categories.js) as `spec`.
  */
 export function memorySegments(report, index, node) {
   const isRoot = node === index.root;
@@ -177,10 +209,12 @@ export function memorySegments(report, index, node) {
   const groups = [];
   const single = [];
   for (const category of categories) {
-    if (splitsOverTree(category)) groups.push(sortDescending(splitOverTree(category, node, children, parts)));
+    if (splitsOverTree(category)) groups.push({ category, segs: sortDescending(splitOverTree(category, node, children, parts)) });
     else if (isRoot && category.bytes !== 0) single.push(categorySegment(category, children));
   }
-  return finish([...groups.flat(), ...sortDescending(single)]);
+  const positive = positiveSum([...groups.flatMap((g) => g.segs), ...single]);
+  const merged = groups.flatMap(({ category, segs }) => mergeSmall(segs, positive, node, category.key, { spec: category }));
+  return finish([...merged, ...sortDescending(single)]);
 }
 
 function splitOverTree(category, node, children, parts) {
@@ -192,10 +226,15 @@ function splitOverTree(category, node, children, parts) {
   return segs;
 }
 
+/**
+ * The segment of a category drawn as one; `measured` keeps its measured bytes, which a
+ * remainder's base does not (applyScale).
+ */
 function categorySegment(category, children) {
   const node = category.nodeKind ? children.find((c) => c.kind === category.nodeKind) : null;
-  return node ? segment(node, category.key, category.bytes, { spec: category })
-    : synthetic(`(${category.key})`, category.label, category.nodeKind, category.key, category.bytes, { spec: category });
+  const extra = { spec: category, measured: category.bytes };
+  return node ? segment(node, category.key, category.bytes, extra)
+    : synthetic(`(${category.key})`, category.label, category.nodeKind, category.key, category.bytes, extra);
 }
 
 function finish(segs) {
@@ -224,17 +263,27 @@ export function scaleFor(report, predictor, batch) {
   };
 }
 
-/** Apply a scaleFor() result to a level's segments in place; returns the new totals. */
+/**
+ * Apply a scaleFor() result to a level's segments in place; returns the level with its new
+ * totals. A segment is drawn by the sign of its `base` (in the bar when positive, as a chip
+ * beside it when negative). A remainder is what is left at the current scale, so its base
+ * follows its value and it is drawn one way, measured or predicted; when its sign changed,
+ * `level.relayout` says the level must be drawn anew.
+ */
 export function applyScale(level, scale) {
   let others = 0;
   for (const s of level.segments) {
     if (s.category === TIME) s.value = s.base * scale.timeFactor;
     else if (s.spec?.growsWithBatch) s.value = s.base * scale.activationFactor;
-    else s.value = s.base;
+    else if (!s.spec?.remainder) s.value = s.base;
     if (s.category !== TIME && !s.spec?.remainder) others += s.value;
   }
+  level.relayout = false;
   for (const s of level.segments) {
-    if (s.spec?.remainder && scale.peakBytes !== null) s.value = scale.peakBytes - others;
+    if (!s.spec?.remainder) continue;
+    s.value = scale.peakBytes === null ? s.measured : scale.peakBytes - others;
+    if ((s.value < 0) !== (s.base < 0)) level.relayout = true;
+    s.base = s.value;
   }
   level.total = sum(level.segments, (s) => s.value);
   level.positive = sum(level.segments, (s) => Math.max(0, s.value));

@@ -157,6 +157,23 @@ describe("scaling with the predicted batch size", () => {
     expect(level.total).toBeCloseTo(predictor.predictPeakBytes(128), 3);
   });
 
+  test("a remainder is placed by its sign at every scale: its base follows its value", () => {
+    const negative = loadReport("small");
+    negative.categories.find((c) => c.key === "untracked").bytes = -4096;
+    const idx = indexTree(negative.tree);
+    const level = memorySegments(negative, idx, idx.root);
+    const untracked = level.segments.find((s) => s.category === "untracked");
+    applyScale(level, scaleFor(negative, predictor, 128));
+    expect(level.relayout).toBe(true);
+    expect(untracked.base).toBe(untracked.value);
+    expect(untracked.value).toBeGreaterThan(0);
+    applyScale(level, scaleFor(negative, predictor, 200));
+    expect(level.relayout).toBe(false);
+    applyScale(level, scaleFor(negative, predictor, negative.batch_size));
+    expect(level.relayout).toBe(true);
+    expect(untracked.base).toBe(-4096);
+  });
+
   test("times scale so the root level sums to the model's iteration time", () => {
     const level = timeSegments(report, index, index.root);
     applyScale(level, scaleFor(report, predictor, 256));
