@@ -101,7 +101,7 @@ def test_progress_names_each_stage_in_order_with_an_estimate():
     assert any(s.startswith("timing batch size") for s in stages)
     assert any(s.startswith("timing each op") for s in stages)
     done = [p.done for p in seen]
-    assert done == sorted(done) and 0.0 <= done[0] and done[-1] == 1.0
+    assert done == sorted(done) and done[0] >= 0.0 and done[-1] == 1.0
     assert seen[0].remaining_s is None
     assert all(p.remaining_s is not None and p.remaining_s >= 0 for p in seen[1:])
     elapsed = [p.elapsed_s for p in seen]
