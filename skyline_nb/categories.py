@@ -62,9 +62,14 @@ class Category(_StrEnum):
     """The memory categories at the peak, keyed as in reports and SQLite ``misc_sizes``."""
 
     WEIGHTS = "weights"
-    GRADS = "grads"
     ACTIVATIONS = "activations"
+    GRADS = "grads"
+    BUFFERS = "buffers"
     OPTIMIZER = "optimizer"
+    INPUTS = "inputs"
+    BACKWARD_TEMPORARIES = "backward_temporaries"
+    OPTIMIZER_TEMPORARIES = "optimizer_temporaries"
+    KERNEL_WORKSPACE = "kernel_workspace"
     UNTRACKED = "untracked"
 
 
@@ -111,17 +116,25 @@ class CategorySpec:
 
 # In display order: the widget's memory bar draws the categories split over the tree left to
 # right, then the single-segment ones together, largest first.
+# Bytes are those alive at the peak (``profiler/peak.py``): gradients only those computed by
+# then, activations the forward outputs still alive, split over the modules that created them.
 CATEGORIES: tuple[CategorySpec, ...] = (
-    CategorySpec(Category.WEIGHTS, "weights", False, "#4e79a7", Texture.STRIPES,
+    CategorySpec(Category.WEIGHTS, "parameters", False, "#4e79a7", Texture.STRIPES,
                  node_field="weight_bytes", parameter_field="bytes"),
-    CategorySpec(Category.GRADS, "grads", False, "#76b7b2", Texture.STRIPES,
-                 node_field="grad_bytes", parameter_field="grad_bytes",
-                 shown_with=Category.WEIGHTS),
     CategorySpec(Category.ACTIVATIONS, "activations", True, "#f28e2b",
-                 node_field="activation_bytes"),
+                 node_field="peak_activation_bytes"),
+    CategorySpec(Category.GRADS, "gradients", False, "#76b7b2"),
+    CategorySpec(Category.BUFFERS, "buffers", False, "#9c755f"),
     CategorySpec(Category.OPTIMIZER, "optimizer state", False, "#7e57c2",
                  node_kind=NodeKind.OPTIMIZER),
-    CategorySpec(Category.UNTRACKED, "untracked", False, "#8a8a8a", Texture.HATCH,
+    CategorySpec(Category.INPUTS, "inputs", True, "#edc948"),
+    CategorySpec(Category.BACKWARD_TEMPORARIES, "backward temporaries", True, "#e15759",
+                 Texture.STRIPES),
+    CategorySpec(Category.OPTIMIZER_TEMPORARIES, "optimizer temporaries", False, "#b07aa1",
+                 Texture.STRIPES),
+    CategorySpec(Category.KERNEL_WORKSPACE, "kernel workspace", True, "#d4a6c8",
+                 Texture.HATCH),
+    CategorySpec(Category.UNTRACKED, "other", False, "#8a8a8a", Texture.HATCH,
                  node_kind=NodeKind.UNTRACKED, remainder=True),
 )
 

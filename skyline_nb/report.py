@@ -59,11 +59,12 @@ class Node:
     kind: str  # a NodeKind
     forward_ms: float = 0.0
     backward_ms: float | None = None
-    activation_bytes: int = 0
+    activation_bytes: int = 0  # saved for backward, by the op that saved it
     weight_bytes: int = 0
     grad_bytes: int = 0
     frames: list[Frame] = field(default_factory=list)
     children: list[Node] = field(default_factory=list)
+    peak_activation_bytes: int = 0  # forward outputs alive at the peak, by the op creating them
 
     @property
     def total_ms(self) -> float:
@@ -141,6 +142,16 @@ class BatchSizeSource:
 
 
 @dataclass
+class PeakPlace:
+    """Where the memory peak happened: the phase (``forward``, ``backward``, ``optimizer``) and,
+    when known, the module and op running then (in backward: whose backward ran)."""
+
+    phase: str
+    module: str | None = None
+    op: str | None = None
+
+
+@dataclass
 class Report:
     batch_size: int
     iteration_ms: float
@@ -150,6 +161,7 @@ class Report:
     tree: Node
     weights: list[WeightEntry] = field(default_factory=list)
     categories: Categories = field(default_factory=Categories.of)  # memory at the peak
+    peak_place: PeakPlace | None = None
     samples: list[Sample] = field(default_factory=list)
     models: PerformanceModels | None = None
     sources: list[SourceFile] = field(default_factory=list)
@@ -191,6 +203,10 @@ class Report:
                     for w in data.get("weights", [])
                 ],
                 categories=Categories.from_json(data.get("categories")),
+                peak_place=(
+                    PeakPlace(**data["peak_place"]) if data.get("peak_place") is not None
+                    else None
+                ),
                 samples=[Sample(**s) for s in data.get("samples", [])],
                 models=(
                     PerformanceModels.from_dict(data["models"])
@@ -283,6 +299,7 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         forward_ms=float(data["forward_ms"]),
         backward_ms=None if data.get("backward_ms") is None else float(data["backward_ms"]),
         activation_bytes=int(data["activation_bytes"]),
+        peak_activation_bytes=int(data.get("peak_activation_bytes", 0)),
         weight_bytes=int(data["weight_bytes"]),
         grad_bytes=int(data["grad_bytes"]),
         frames=_frames(data.get("frames", [])),

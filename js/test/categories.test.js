@@ -15,30 +15,30 @@ const memorySeg = (v, category) => v.q("breakdown-memory").querySelector(`[data-
 
 describe("a category added in Python only", () => {
   const report = loadReport("extra_category");
-  const inputs = report.categories.find((c) => c.key === "inputs");
+  const inputs = report.categories.find((c) => c.key === "staging");
 
   test("the fixture really carries a category the default list does not", () => {
-    expect(loadReport("small").categories.map((c) => c.key)).not.toContain("inputs");
-    expect(inputs).toMatchObject({ label: "input batch", grows_with_batch: true, color: "#59a14f" });
+    expect(loadReport("small").categories.map((c) => c.key)).not.toContain("staging");
+    expect(inputs).toMatchObject({ label: "staging copies", grows_with_batch: true, color: "#59a14f" });
   });
 
   test("renders its segment, in its colour, and its legend entry", () => {
     view = mount({ report });
-    const seg = memorySeg(view, "inputs");
+    const seg = memorySeg(view, "staging");
     expect(seg).not.toBeNull();
-    expect(seg.textContent).toBe("input batch");
+    expect(seg.textContent).toBe("staging copies");
     expect(seg.style.getPropertyValue("--sk-seg")).toBe("#59a14f");
     expect(seg.dataset.texture).toBe("plain");
     expect(Number.parseFloat(seg.style.width)).toBeGreaterThan(0);
-    const entry = legendItems(view).find((e) => e.dataset.category === "inputs");
-    expect(entry.textContent).toBe("input batch");
+    const entry = legendItems(view).find((e) => e.dataset.category === "staging");
+    expect(entry.textContent).toBe("staging copies");
     expect(entry.style.getPropertyValue("--sk-swatch")).toBe("#59a14f");
   });
 
   test("its tooltip names it", () => {
     view = mount({ report });
-    memorySeg(view, "inputs").dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
-    expect(view.q("tooltip").querySelector(".sk-tooltip-title").textContent).toContain("\u2014 input batch");
+    memorySeg(view, "staging").dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
+    expect(view.q("tooltip").querySelector(".sk-tooltip-title").textContent).toContain("\u2014 staging copies");
   });
 
   test("it grows with the batch, and the bar still adds up to the predicted peak", () => {
@@ -47,7 +47,7 @@ describe("a category added in Python only", () => {
     expect(level.total).toBe(report.peak_bytes);
     const predictor = new Predictor(report.models);
     applyScale(level, scaleFor(report, predictor, 2 * report.batch_size));
-    expect(level.segments.find((s) => s.category === "inputs").value).toBe(2 * inputs.bytes);
+    expect(level.segments.find((s) => s.category === "staging").value).toBe(2 * inputs.bytes);
     expect(level.total).toBeCloseTo(predictor.predictPeakBytes(2 * report.batch_size), 3);
   });
 });
@@ -55,16 +55,18 @@ describe("a category added in Python only", () => {
 describe("the default categories", () => {
   test("the legend names what the report holds bytes of, in its order", () => {
     view = mount({ report: loadReport("large") });
-    expect(legendItems(view).map((e) => e.textContent)).toEqual(["weights + grads", "activations", "optimizer state", "untracked"]);
-    expect(legendItems(view).map((e) => e.dataset.texture)).toEqual(["stripes", "plain", "plain", "hatch"]);
+    expect(legendItems(view).map((e) => e.textContent)).toEqual(["parameters", "activations", "gradients", "optimizer state", "other"]);
+    expect(legendItems(view).map((e) => e.dataset.texture)).toEqual(["stripes", "plain", "plain", "plain", "hatch"]);
     // Colours of categories split over modules name the modules, not the category.
     expect(legendItems(view)[0].style.getPropertyValue("--sk-swatch")).toBe("");
   });
 
   test("a category shown with another joins its segments and its name", () => {
-    const drawn = drawnCategories(loadReport("small"));
-    expect(drawn.map((c) => c.key)).toEqual(["weights", "activations", "optimizer", "untracked"]);
-    expect(drawn[0]).toMatchObject({ label: "weights + grads", nodeFields: ["weight_bytes", "grad_bytes"] });
+    const report = loadReport("small");
+    Object.assign(report.categories.find((c) => c.key === "grads"), { shown_with: "weights", node_field: "grad_bytes" });
+    const drawn = drawnCategories(report);
+    expect(drawn.map((c) => c.key)).not.toContain("grads");
+    expect(drawn[0]).toMatchObject({ label: "parameters + gradients", nodeFields: ["weight_bytes", "grad_bytes"] });
   });
 
   test("a colour that is not #rrggbb never reaches a style", () => {

@@ -5,7 +5,7 @@ import { lineStats } from "../src/lines.js";
 import { indexTree, memorySegments, nodeTime, timeSegments } from "../src/tree.js";
 import { key, loadReport, mount } from "./helpers.js";
 
-const FIELDS = ["weight_bytes", "grad_bytes", "activation_bytes"];
+const FIELDS = ["weight_bytes", "grad_bytes", "activation_bytes", "peak_activation_bytes"];
 const ADDMM = 49;
 const SIGMOID = 96;
 const SINGLES = 12;
@@ -23,7 +23,8 @@ const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 function op(path, name, forward, backward, activations, frames) {
   return {
     id: 0, name, path, kind: "op", forward_ms: forward, backward_ms: backward,
-    activation_bytes: activations, weight_bytes: 0, grad_bytes: 0, frames, children: [],
+    activation_bytes: activations, peak_activation_bytes: activations, weight_bytes: 0,
+    grad_bytes: 0, frames, children: [],
   };
 }
 
@@ -47,9 +48,10 @@ function gruReport() {
     forward_ms: sum(children.map((c) => c.forward_ms)),
     backward_ms: sum(children.map((c) => c.backward_ms ?? 0)),
     activation_bytes: sum(children.map((c) => c.activation_bytes)),
+    peak_activation_bytes: sum(children.map((c) => c.peak_activation_bytes)),
     weight_bytes: 4096, grad_bytes: 4096,
   };
-  for (const field of ["forward_ms", "backward_ms", "activation_bytes", "weight_bytes", "grad_bytes"]) report.tree[field] += gru[field];
+  for (const field of ["forward_ms", "backward_ms", ...FIELDS]) report.tree[field] += gru[field];
   report.tree.children.unshift(gru);
   return report;
 }

@@ -99,7 +99,7 @@ describe("time segments", () => {
 });
 
 describe("memory segments", () => {
-  test("groups: weights, then activations, then optimizer/untracked, each sorted", () => {
+  test("groups: weights, then activations, then the single-segment categories, each sorted", () => {
     const report = loadReport("large");
     const index = indexTree(report.tree);
     const level = memorySegments(report, index, index.root);
@@ -107,8 +107,8 @@ describe("memory segments", () => {
     const firstAct = cats.indexOf("activations");
     expect(cats.slice(0, firstAct).every((c) => c === "weights")).toBe(true);
     expect(cats.lastIndexOf("weights")).toBeLessThan(firstAct);
-    expect(cats.slice(-2).sort()).toEqual(["optimizer", "untracked"]);
-    for (const cat of ["weights", "activations", "optimizer|untracked"]) {
+    expect(cats.slice(-3).sort()).toEqual(["grads", "optimizer", "untracked"]);
+    for (const cat of ["weights", "activations", "grads|optimizer|untracked"]) {
       const vals = level.segments.filter((s) => cat.split("|").includes(s.category)).map((s) => s.value);
       expect(vals).toEqual([...vals].sort((a, b) => b - a));
     }
@@ -122,7 +122,7 @@ describe("memory segments", () => {
     const fc1 = index.byPath.get("fc1");
     const level = memorySegments(report, index, fc1);
     const own = level.segments.find((s) => s.category === "weights");
-    expect(own).toMatchObject({ path: "fc1", value: fc1.weight_bytes + fc1.grad_bytes });
+    expect(own).toMatchObject({ path: "fc1", value: fc1.weight_bytes });
   });
 
   test("negative untracked memory stays negative", () => {

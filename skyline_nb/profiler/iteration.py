@@ -170,29 +170,40 @@ def step_peak(trial: Trial, device: Device, inputs: Inputs) -> int:
     reports first: everything the measured one frees was allocated there (unless the trial
     keeps a block for two iterations or more).
     """
+    return measured_step(trial, device, inputs)[0]
+
+
+def measured_step(
+    trial: Trial, device: Device, inputs: Inputs, during: Any = None
+) -> tuple[int, Any]:
+    """``step_peak`` and the measured iteration's return value; ``during``: a context manager
+    (e.g. trackers) active over the measured iteration only."""
+    around = during if during is not None else contextlib.nullcontext()
     if device.kind == "cuda":
         trial.use_inputs(inputs)
         trial.step()
         device.synchronize()
         before = int(device.memory_allocated() or 0)
         device.reset_peak()
-        trial.step()
+        with around:
+            value = trial.step()
         device.synchronize()
-        return int(device.max_memory_allocated() or 0) - before
+        return int(device.max_memory_allocated() or 0) - before, value
     with _allocator_events() as allocator:
         trial.step()
         trial.use_inputs(inputs)
         if allocator is None:
             tracker = LiveStorageTracker(device.torch_device)
             try:
-                with tracker:
-                    trial.step()
+                with tracker, around:
+                    value = trial.step()
             finally:
                 tracker.close()
-            return tracker.peak
+            return tracker.peak, value
         _mark()
-        trial.step()
-    return allocator.peak(after_bytes=MARK_BYTES)
+        with around:
+            value = trial.step()
+    return allocator.peak(after_bytes=MARK_BYTES), value
 
 
 # An allocation of this odd size separates two iterations in the allocator's reports.

@@ -15,7 +15,7 @@ built, so it includes weights, inputs and optimizer state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,20 +166,13 @@ def storage_keys(tensors: Iterable[Any]) -> set[int]:
     return keys
 
 
-def optimizer_state_bytes(optimizers: Iterable[Any], excluded_keys: set[int]) -> int:
-    """Bytes of tensors in optimizers' ``state`` (momentum, Adam moments), each storage once."""
-    seen: set[int] = set(excluded_keys)
-    total = 0
+def optimizer_state_tensors(optimizers: Iterable[Any]) -> Iterator[torch.Tensor]:
+    """The dense tensors in optimizers' ``state`` (momentum, Adam moments, step counts)."""
     for optimizer in optimizers:
         for state in getattr(optimizer, "state", {}).values():
             for value in tp.tree_leaves(state):
-                if not isinstance(value, torch.Tensor) or value.layout != torch.strided:
-                    continue
-                key = tp.storage_key(value)
-                if key not in seen:
-                    seen.add(key)
-                    total += tp.storage_nbytes(value)
-    return total
+                if isinstance(value, torch.Tensor) and value.layout == torch.strided:
+                    yield value
 
 
 class ParameterOrigins:

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from skyline_nb.categories import Categories, Category
+from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
 from skyline_nb.models.linear import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
@@ -39,13 +39,12 @@ from skyline_nb.profiler.iteration import (
 )
 from skyline_nb.profiler.memory import (
     ParameterOrigins,
-    SavedTensorTracker,
-    optimizer_state_bytes,
-    storage_keys,
     tensor_bytes,
     unique_parameters,
 )
+from skyline_nb.profiler.memory_run import by_op_of, memory_run
 from skyline_nb.profiler.operations import OperationTracker, merge_median
+from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
@@ -53,7 +52,7 @@ from skyline_nb.profiler.sampling import choose_sizes
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, HEADLINE_BEFORE_SAMPLES, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
-from skyline_nb.report import Report, Sample, WeightEntry
+from skyline_nb.report import PeakPlace, Report, Sample, WeightEntry
 
 # Instrumented iterations; each op's time is the median over the quiet ones (those during which
 # no other process kept this one's threads waiting for a CPU). One quiet run when it lasts at
@@ -160,16 +159,9 @@ def _instrumented(
     trial = warm.trial
     model = trial.model
     params = unique_parameters(model)
-    fixed = storage_keys([p for _, p in params]) | storage_keys(model.buffers())
-    fixed |= storage_keys(trial.input_tensors)
-    # Memory run first: saved-tensor hooks change which ops autograd dispatches (no detach of
-    # saved outputs), so time is taken from separate hook-free runs, matched by op key.
-    reporter.stage("measuring what each op saves for backward", 2)
-    memory_ops = OperationTracker(model, dev, user_code)
-    saved = SavedTensorTracker(fixed, memory_ops.current_op, memory_ops.op_of_node)
-    with memory_ops, saved.active():
-        value = trial.step()
-    memory_ops.finish()
+    reporter.stage("measuring memory at the peak and what each op saves", 2)
+    run = memory_run(trial, dev, user_code, warm.user_inputs)
+    memory_ops, value = run.ops, run.value
     hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
     ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
     for _ in range(RECONCILE_ATTEMPTS):
@@ -189,7 +181,7 @@ def _instrumented(
         warnings.append(
             "the machine was busy while ops were timed: op times may be too high"
         )
-    activation_by_op = _match_activations(saved.bytes_per_op(), memory_ops, ops)
+    activation_by_op = by_op_of(run.saved.bytes_per_op(), memory_ops, ops)
     weights, weight_bytes, grad_bytes = [], {}, {}
     for name, param in params:
         size_bytes = tensor_bytes(param)
@@ -201,12 +193,7 @@ def _instrumented(
         weights.append(WeightEntry(name, size_bytes, grad, frames))
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
-    categories = Categories.at_peak(level1.peak_bytes, {
-        Category.WEIGHTS: sum(weight_bytes.values()),
-        Category.GRADS: sum(grad_bytes.values()),
-        Category.OPTIMIZER: optimizer_state_bytes(optimizers, storage_keys(p for _, p in params)),
-        Category.ACTIVATIONS: saved.total_bytes(),
-    })
+    categories = Categories.at_peak(level1.peak_bytes, run.peak.by_category)
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0:
@@ -231,6 +218,7 @@ def _instrumented(
             model=model,
             ops=ops,
             activation_by_op=activation_by_op,
+            peak_activation_by_op=by_op_of(run.peak.by_op, memory_ops, ops),
             weight_bytes=weight_bytes,
             grad_bytes=grad_bytes,
             param_frames={w.name: w.frames for w in weights},
@@ -249,6 +237,7 @@ def _instrumented(
         tree=tree,
         weights=weights,
         categories=categories,
+        peak_place=_peak_place(run.peak),
         sources=user_code.sources(files),
         instrumented_ms=ops.wall_ms,
         untracked_ms=untracked_ms,
@@ -290,17 +279,11 @@ def _consistent(level1: IterationResult, ops: OperationTracker) -> bool:
     return ops.ops_ms() <= level1.iteration_ms * (1 + UNTRACKED_TOLERANCE)
 
 
-def _match_activations(
-    per_op: dict[int | None, int], source: OperationTracker, target: OperationTracker
-) -> dict[int | None, int]:
-    """Re-key activation bytes from the memory run's op indices to the timing run's ops."""
-    index_of = {(r.module, r.key): r.index for r in target.records}
-    result: dict[int | None, int] = {}
-    for index, nbytes in per_op.items():
-        record = source.records[index] if index is not None else None
-        target_index = index_of.get((record.module, record.key)) if record else None
-        result[target_index] = result.get(target_index, 0) + nbytes
-    return result
+def _peak_place(peak: PeakSnapshot) -> PeakPlace:
+    if peak.phase == OPTIMIZER:
+        return PeakPlace(peak.phase, OPTIMIZER_PATH)
+    module, op = peak.place if peak.place is not None else (None, None)
+    return PeakPlace(peak.phase, module, op)
 
 
 def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 One node per module INSTANCE (attribute path from ``named_modules``), so ``blocks.0`` and
 ``blocks.1`` are separate even when a loop runs them from one line. Parents hold the exact sums
-of their children for forward/backward time and activation bytes (the widget relies on
+of their children for forward/backward time and both activation counts (the widget relies on
 Σ children = parent); weight and grad bytes of a module include its descendants. Children are
 ordered by when they first ran, so the tree reads in execution order; modules that never ran
 (still holding weights) come last, in definition order.
@@ -32,6 +32,7 @@ class TreeInputs:
     model: nn.Module
     ops: OperationTracker
     activation_by_op: dict[int | None, int]
+    peak_activation_by_op: dict[int | None, int]
     weight_bytes: dict[str, int]  # parameter name -> bytes
     grad_bytes: dict[str, int]
     param_frames: dict[str, list[Frame]]
@@ -73,6 +74,7 @@ def build_tree(inputs: TreeInputs) -> Node:
     untracked_ms = 0.0 if scaled else inputs.untracked_ms
     untracked = Node(0, "untracked", UNTRACKED_PATH, NodeKind.UNTRACKED, forward_ms=untracked_ms)
     untracked.activation_bytes = inputs.activation_by_op.get(None, 0)
+    untracked.peak_activation_bytes = inputs.peak_activation_by_op.get(None, 0)
     root.children.append(untracked)
     first[id(untracked)] = len(ops.records) + 1
 
@@ -99,6 +101,7 @@ def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
         forward_ms=record.forward_ms * share,
         backward_ms=None if record.backward_ms is None else record.backward_ms * share,
         activation_bytes=inputs.activation_by_op.get(record.index, 0),
+        peak_activation_bytes=inputs.peak_activation_by_op.get(record.index, 0),
         frames=frames,
     )
 
@@ -124,6 +127,7 @@ def _sum_up(node: Node, first: dict[int, int]) -> int | None:
     backward = [c.backward_ms for c in node.children if c.backward_ms is not None]
     node.backward_ms = sum(backward) if backward else None
     node.activation_bytes = sum(c.activation_bytes for c in node.children)
+    node.peak_activation_bytes = sum(c.peak_activation_bytes for c in node.children)
     node.weight_bytes += sum(c.weight_bytes for c in node.children)
     node.grad_bytes += sum(c.grad_bytes for c in node.children)
     known = [s for s in starts.values() if s is not None]

@@ -36,7 +36,7 @@ def test_every_category_has_one_descriptor_and_one_remainder() -> None:
     assert [spec.key for spec in CATEGORIES] == list(Category)
     assert sum(spec.remainder for spec in CATEGORIES) == 1
     assert Categories.of().specs == CATEGORIES
-    node_fields = {"weight_bytes", "grad_bytes", "activation_bytes"}
+    node_fields = {"weight_bytes", "grad_bytes", "activation_bytes", "peak_activation_bytes"}
     assert {spec.node_field for spec in CATEGORIES} - {None} <= node_fields
     assert {spec.node_kind for spec in CATEGORIES} - {None} <= set(NodeKind)
 
@@ -61,7 +61,7 @@ def test_the_report_carries_the_ordered_list_and_reads_it_back() -> None:
     data = report.to_dict()
     assert [c["key"] for c in data["categories"]] == [str(spec.key) for spec in CATEGORIES]
     untracked = data["categories"][-1]
-    assert untracked == {**untracked, "key": "untracked", "label": "untracked", "bytes": -256,
+    assert untracked == {**untracked, "key": "untracked", "label": "other", "bytes": -256,
                          "grows_with_batch": False, "remainder": True}
     again = Report.from_dict(json.loads(report.to_json()))
     assert again == report and again.categories.specs == CATEGORIES
@@ -82,11 +82,11 @@ def test_a_category_added_in_python_round_trips_and_exports(tmp_path: Path) -> N
     text = EXTRA.read_text(encoding="utf-8").strip()
     report = Report.from_json(text)
     assert report.to_json() == text
-    assert report.categories.spec("inputs").label == "input batch"
+    assert report.categories.spec("staging").label == "staging copies"
     assert sum(report.categories.values()) == report.peak_bytes
     with closing(sqlite3.connect(report.save_sqlite(tmp_path / "m.sqlite", "memory"))) as db:
         rows = dict(db.execute("SELECT key, size_bytes FROM misc_sizes").fetchall())
-    assert rows["inputs_bytes"] == report.categories["inputs"]
+    assert rows["staging_bytes"] == report.categories["staging"]
 
 
 def test_the_extra_category_fixture_is_what_make_reports_writes() -> None:
@@ -100,14 +100,14 @@ def test_the_extra_category_fixture_is_what_make_reports_writes() -> None:
 
 def test_the_snapshot_draws_a_category_it_has_never_heard_of() -> None:
     data = json.loads(EXTRA.read_text(encoding="utf-8"))
-    inputs = next(c for c in data["categories"] if c["key"] == "inputs")
+    staging = next(c for c in data["categories"] if c["key"] == "staging")
     html = snapshot_html(data)
     memory = html[html.index("<b>Memory</b>"):]
-    segment = re.search(r'<rect [^>]*fill="#59a14f"><title>input batch: ([^<]*)</title>', memory)
-    assert segment is not None and segment.group(1).startswith(format_bytes(inputs["bytes"]))
-    assert f"input batch {format_bytes(inputs['bytes'])}" in memory  # the legend
+    segment = re.search(r'<rect [^>]*fill="#59a14f"><title>staging copies: ([^<]*)</title>', memory)
+    assert segment is not None and segment.group(1).startswith(format_bytes(staging["bytes"]))
+    assert f"staging copies {format_bytes(staging['bytes'])}" in memory  # the legend
     assert "weights + grads" not in memory  # the snapshot lists every category on its own
-    assert "grads " in memory and "optimizer state" in memory
+    assert "gradients " in memory and "optimizer state" not in memory  # 0 B: not listed
 
 
 def _with_category(**changes: Any) -> dict[str, Any]:
@@ -138,6 +138,6 @@ def test_categories_are_built_from_measurements_with_the_remainder_last() -> Non
     with pytest.raises(ValueError, match="remainder"):
         Categories.at_peak(100, {**measured, Category.UNTRACKED: 1})
     with pytest.raises(ValueError, match="unknown memory categories"):
-        Categories.of({"inputs": 1})
+        Categories.of({"staging": 1})
     with pytest.raises(ValueError, match="#rrggbb"):
         CategorySpec("inputs", "inputs", True, "green")

@@ -275,6 +275,11 @@ def test_misc_sizes_hold_peak_and_every_category(memory_db: sqlite3.Connection) 
         "grads_bytes": 6208,
         "optimizer_bytes": 0,
         "activations_bytes": 13568,
+        "buffers_bytes": 0,
+        "inputs_bytes": 0,
+        "backward_temporaries_bytes": 0,
+        "optimizer_temporaries_bytes": 0,
+        "kernel_workspace_bytes": 0,
         "untracked_bytes": -256,
     }
 

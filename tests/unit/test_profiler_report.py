@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from skyline_nb.categories import Category
 from skyline_nb.examples import cnn, lstm, mlp, transformer
 from skyline_nb.profiler.session import profile
 from skyline_nb.report import Node, Report
@@ -57,7 +58,8 @@ def test_weights_and_grads_are_exact(reports, name):
     assert {w.name: w.bytes for w in report.weights} == expected
     assert {w.name: w.grad_bytes for w in report.weights} == expected
     assert report.categories["weights"] == sum(expected.values())
-    assert report.categories["grads"] == sum(expected.values())
+    # gradients alive at the peak: those backward had computed by then
+    assert 0 <= report.categories["grads"] <= sum(expected.values())
     assert report.tree.weight_bytes == sum(expected.values())
 
 
@@ -71,6 +73,7 @@ def test_children_sum_to_parent(reports, name):
         else:
             assert node.backward_ms is None
         assert node.activation_bytes == sum(c.activation_bytes for c in node.children)
+        assert node.peak_activation_bytes == sum(c.peak_activation_bytes for c in node.children)
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
@@ -84,10 +87,11 @@ def test_totals_and_categories_add_up(reports, name):
     # (profiler/tree.py), so no node is larger than the root.
     assert untracked is not None
     assert untracked.forward_ms == pytest.approx(max(0.0, report.untracked_ms))
-    assert set(report.categories) == {"weights", "grads", "optimizer", "activations", "untracked"}
-    categorized = sum(v for k, v in report.categories.items() if k != "untracked")
-    assert report.categories["untracked"] == report.peak_bytes - categorized
-    assert report.categories["activations"] == root.activation_bytes > 0
+    assert set(report.categories) == {str(c) for c in Category}
+    assert sum(report.categories.values()) == report.peak_bytes
+    assert -0.005 * report.peak_bytes <= report.categories["untracked"]
+    assert report.categories["activations"] == root.peak_activation_bytes > 0
+    assert root.activation_bytes > 0
     assert report.peak_bytes > report.categories["weights"] + report.categories["optimizer"]
     assert report.throughput == pytest.approx(1000 * report.batch_size / report.iteration_ms)
     assert report.instrumented_ms is not None and report.instrumented_ms > 0

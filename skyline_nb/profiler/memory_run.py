@@ -1,0 +1,109 @@
+"""Level 3, the memory run: one instrumented iteration that sees every op and every storage.
+
+Three trackers ride along on one warm iteration: the op tracker (which op and module runs; its
+times are not used, the timing runs of level 2 are hook-free), the saved-tensor hooks (what
+each op saves for backward) and the peak tracker (what was alive at the peak, ``peak.py``).
+Saved-tensor hooks change which ops autograd dispatches (no detach of saved outputs), so level
+2's timing runs are separate, and per-op results are matched to them by op key (``by_op_of``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from torch import nn
+
+from skyline_nb.categories import Category
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.iteration import measured_step
+from skyline_nb.profiler.memory import (
+    SavedTensorTracker,
+    optimizer_state_tensors,
+    storage_keys,
+    unique_parameters,
+)
+from skyline_nb.profiler.operations import OperationTracker
+from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker
+from skyline_nb.profiler.providers import Inputs, Trial
+from skyline_nb.profiler.stacks import UserCode
+
+
+@dataclass
+class MemoryRun:
+    """What the memory run saw: its ops, the saved tensors, the peak and the iteration's value."""
+
+    ops: OperationTracker
+    saved: SavedTensorTracker
+    peak: PeakSnapshot
+    value: Any
+
+
+def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs) -> MemoryRun:
+    """One iteration of the warm ``trial`` on its ``warm_inputs`` under the three trackers, and
+    under the allocator's reports (``iteration.measured_step``): the allocator's bytes at the
+    peak beyond the tracked ones are the kernels' own workspace."""
+    model = trial.model
+    fixed = storage_keys(p for _, p in unique_parameters(model)) | storage_keys(model.buffers())
+    fixed |= storage_keys(trial.input_tensors)
+    ops = OperationTracker(model, dev, user_code)
+    saved = SavedTensorTracker(fixed, ops.current_op, ops.op_of_node)
+
+    def where() -> tuple[int, str, str] | None:
+        node = tp.current_autograd_node()
+        index = ops.op_of_node(node) if node is not None else ops.current_op()
+        if index is None:
+            return None
+        record = ops.records[index]
+        return index, record.module, record.name
+
+    tracker = PeakTracker(dev.torch_device, _named(trial, model, []), where)
+    try:
+        added, value = measured_step(trial, dev, warm_inputs, _together(ops, saved, tracker))
+        peak = tracker.snapshot(_named(trial, model, ops.live_optimizers()))
+    finally:
+        tracker.close()
+    ops.finish()
+    peak.by_category[Category.KERNEL_WORKSPACE] = max(
+        0, added - (tracker.peak - tracker.start_bytes))
+    return MemoryRun(ops, saved, peak, value)
+
+
+@contextmanager
+def _together(ops: OperationTracker, saved: SavedTensorTracker,
+              tracker: PeakTracker) -> Iterator[None]:
+    with ops, saved.active(), tracker:
+        yield
+
+
+def _named(trial: Trial, model: nn.Module, optimizers: list[Any]) -> Iterator[tuple[str, Any]]:
+    """(category, tensor) of what is named by identity: parameters, their gradients, buffers,
+    optimizer state, the inputs."""
+    for _, param in unique_parameters(model):
+        yield Category.WEIGHTS, param
+        if param.grad is not None:
+            yield Category.GRADS, param.grad
+    for buffer in model.buffers():
+        yield Category.BUFFERS, buffer
+    for tensor in optimizer_state_tensors(optimizers):
+        yield Category.OPTIMIZER, tensor
+    for tensor in trial.input_tensors:
+        yield Category.INPUTS, tensor
+
+
+def by_op_of(
+    per_op: dict[int | None, int], source: OperationTracker, target: OperationTracker
+) -> dict[int | None, int]:
+    """Re-key bytes from the memory run's op indices to the timing run's ops (by module and op
+    key); bytes of ops the timing run lacks go to None."""
+    index_of = {(r.module, r.key): r.index for r in target.records}
+    result: dict[int | None, int] = {}
+    for index, nbytes in per_op.items():
+        record = source.records[index] if index is not None else None
+        target_index = index_of.get((record.module, record.key)) if record else None
+        result[target_index] = result.get(target_index, 0) + nbytes
+    return result
+

@@ -1,0 +1,230 @@
+"""What was alive at the peak of one iteration, by what created it.
+
+Over one warm iteration a dispatch mode follows every storage on the device: those alive when
+the iteration starts (parameters, buffers, gradients, optimizer state, the inputs, named by
+identity) and every storage an op creates (an output whose storage is none of the op's inputs'
+and not already alive), until it is freed. The moment the tracked bytes are highest is the
+peak; the storages alive then are put in categories:
+
+- by identity at the end of the iteration, for storages that lived to the end: parameters,
+  buffers, gradients (``.grad``), optimizer state (tensors in ``optimizer.state``), inputs;
+- else by the phase that created them: forward → activations (forward outputs still alive:
+  saved for backward, or held by the caller), backward → backward temporaries (activation
+  gradients and other tensors backward creates), ``optimizer.step`` → optimizer temporaries.
+
+What the tracker cannot see is measured around it (``memory_run.py``): the allocator's bytes
+at the iteration's peak beyond the tracked ones are what kernels allocate for themselves
+(oneDNN reorders, BLAS workspaces: "kernel workspace"); memory alive before the iteration that
+nothing names is the rest of the peak ("other", ``Categories.at_peak``).
+
+Known limitation: the tracked moment of the peak stands for the allocator's; an allocation the
+tracker cannot see at another moment (a large kernel workspace) moves the true peak there, and
+"other" then also holds the difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from skyline_nb.categories import Category
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.memory import optimizer_state_tensors
+
+DispatchMode = tp.dispatch_mode_base()
+
+FORWARD, BACKWARD, OPTIMIZER = "forward", "backward", "optimizer"
+_BY_PHASE = {
+    FORWARD: Category.ACTIVATIONS,
+    BACKWARD: Category.BACKWARD_TEMPORARIES,
+    OPTIMIZER: Category.OPTIMIZER_TEMPORARIES,
+}
+
+
+@dataclass
+class _Storage:
+    nbytes: int
+    born: int  # event index; 0 for storages alive at the start
+    phase: str
+    creator: int | None  # forward op index (``where``), for per-op attribution
+    named: str | None = None  # the category of a storage alive at the start
+    died: int | None = None
+
+
+@dataclass
+class PeakSnapshot:
+    """The tracked peak: bytes by category, forward-created bytes by creating op, and where it
+    happened (phase, and in forward or backward the module and op running then, when known)."""
+
+    tracked_bytes: int
+    by_category: dict[str, int]
+    by_op: dict[int, int] = field(default_factory=dict)
+    phase: str = FORWARD
+    place: tuple[str, str] | None = None
+
+
+class PeakTracker(DispatchMode):
+    """Storages alive over one iteration and the snapshot at its peak (see the module doc).
+
+    ``start``: {storage key: category} of what is alive when the iteration starts, with a tensor
+    of each (``identities``); ``where()`` (optional) names the forward op running now or whose
+    backward runs now: (op index, module path, op name).
+    """
+
+    def __init__(
+        self,
+        device: torch.device,
+        start: Iterable[tuple[str, Any]],
+        where: Callable[[], tuple[int, str, str] | None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.device_type = device.type
+        self.where = where
+        self.events = 0
+        self.live = 0
+        self.start_bytes = 0  # of the storages alive at the start
+        self.peak = -1
+        self.peak_event = 0
+        self.peak_phase = FORWARD
+        self.peak_place: tuple[int, str, str] | None = None
+        self._storages: dict[int, _Storage] = {}  # alive, by key
+        self._dead: list[_Storage] = []
+        self._optimizer_depth = 0
+        self._hooks: list[Any] = []
+        for category, tensor in start:
+            self._adopt(category, tensor)
+        self._note_peak()
+
+    # ---- following storages ---------------------------------------------------------------
+    def _adopt(self, category: str, tensor: Any) -> None:
+        if not isinstance(tensor, torch.Tensor) or tensor.device.type != self.device_type:
+            return
+        key = tp.storage_key(tensor)
+        if key in self._storages:
+            return
+        nbytes = self._follow(key, tensor, born=0, phase=FORWARD, creator=None, named=category)
+        self.start_bytes += nbytes
+        if self.peak >= 0:  # alive since the start: at the peak found so far too
+            self.peak += nbytes
+
+    def _follow(self, key: int, tensor: torch.Tensor, born: int, phase: str,
+                creator: int | None, named: str | None = None) -> int:
+        nbytes = tp.storage_nbytes(tensor)
+        self._storages[key] = _Storage(nbytes, born, phase, creator, named)
+        self.live += nbytes
+        tp.on_storage_free(tensor, self._freed, key)
+        return nbytes
+
+    def _freed(self, key: int) -> None:
+        storage = self._storages.pop(key, None)
+        if storage is None:
+            return
+        self.events += 1
+        storage.died = self.events
+        self.live -= storage.nbytes
+        self._dead.append(storage)
+
+    def _phase(self) -> str:
+        if tp.current_autograd_node() is not None:
+            return BACKWARD
+        return OPTIMIZER if self._optimizer_depth else FORWARD
+
+    def _note_peak(self) -> None:
+        if self.live > self.peak:
+            self.peak, self.peak_event = self.live, self.events
+            self.peak_phase = self._phase()
+            in_model = self.where is not None and self.peak_phase != OPTIMIZER
+            self.peak_place = self.where() if in_model else None
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        inputs = {tp.storage_key(t) for t in tp.tree_leaves((args, kwargs))
+                  if isinstance(t, torch.Tensor) and t.device.type == self.device_type
+                  and _has_storage(t)}
+        created = False
+        for leaf in tp.tree_leaves(out):
+            if (not isinstance(leaf, torch.Tensor) or leaf.device.type != self.device_type
+                    or not _has_storage(leaf)):
+                continue
+            key = tp.storage_key(leaf)
+            if key in inputs or key in self._storages:
+                continue
+            if not created:
+                self.events += 1
+                created = True
+                phase = self._phase()
+                place = self.where() if self.where is not None else None
+            self._follow(key, leaf, self.events, phase,
+                         place[0] if place is not None and phase == FORWARD else None)
+        if created:
+            self._note_peak()
+        return out
+
+    # ---- the optimizer step ---------------------------------------------------------------
+    def __enter__(self) -> PeakTracker:
+        self._hooks = tp.register_optimizer_step_hooks(self._step_pre, self._step_post)
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        for handle in self._hooks:
+            handle.remove()
+        self._hooks = []
+        return super().__exit__(*exc)
+
+    def _step_pre(self, optimizer: Any, *_: Any) -> None:
+        """Optimizer state is alive since the start (a warm trial) but only reachable now."""
+        self._optimizer_depth += 1
+        for tensor in optimizer_state_tensors([optimizer]):
+            self._adopt(Category.OPTIMIZER, tensor)
+
+    def _step_post(self, *_: Any) -> None:
+        self._optimizer_depth = max(0, self._optimizer_depth - 1)
+
+    # ---- the snapshot ---------------------------------------------------------------------
+    def snapshot(self, end: Iterable[tuple[str, Any]]) -> PeakSnapshot:
+        """The peak's storages in categories; ``end``: (category, tensor) of what is named by
+        identity when the iteration ends (parameters, buffers, ``.grad``, optimizer state,
+        inputs)."""
+        named = {}
+        for category, tensor in end:
+            if isinstance(tensor, torch.Tensor) and _has_storage(tensor):
+                named.setdefault(tp.storage_key(tensor), category)
+        by_category: dict[str, int] = {}
+        by_op: dict[int, int] = {}
+        for key, storage in self._alive_at_peak():
+            if storage.named is not None:
+                category = storage.named
+            elif key is not None and key in named:
+                category = named[key]
+            else:
+                category = _BY_PHASE[storage.phase]
+            by_category[category] = by_category.get(category, 0) + storage.nbytes
+            if category == Category.ACTIVATIONS and storage.creator is not None:
+                by_op[storage.creator] = by_op.get(storage.creator, 0) + storage.nbytes
+        place = None if self.peak_place is None else self.peak_place[1:]
+        return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place)
+
+    def _alive_at_peak(self) -> Iterable[tuple[int | None, _Storage]]:
+        """(key, storage) alive at the peak; key None for storages freed since (their key may
+        name another storage now)."""
+        for key, storage in self._storages.items():
+            if storage.born <= self.peak_event:
+                yield key, storage
+        for storage in self._dead:
+            if storage.born <= self.peak_event < (storage.died or 0):
+                yield None, storage
+
+    def close(self) -> None:
+        """Stop following; finalizers already registered become no-ops."""
+        self._storages.clear()
+
+
+def _has_storage(tensor: torch.Tensor) -> bool:
+    try:
+        tensor.untyped_storage()
+    except (RuntimeError, NotImplementedError):  # sparse tensors, wrapper subclasses
+        return False
+    return True
