@@ -99,6 +99,8 @@ class Sample:
     batch_size: int
     iteration_ms: float
     peak_bytes: int
+    # bytes alive at the peak by category key (as ``Report.categories``); empty when unknown
+    categories: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -11,6 +11,7 @@ import { applyEdit, createEditNotice } from "./edit.js";
 import { formatBytes, formatFrame, formatMs, formatPercent } from "./format.js";
 import { groupRepeatedOps, groupTooltipLines } from "./group.js";
 import { segmentLines } from "./lines.js";
+import { createPeakNote } from "./peaknote.js";
 import { Predictor } from "./predict.js";
 import { fraction } from "./scale.js";
 import {
@@ -46,6 +47,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     ...breakdownOpts, kind: "memory", title: "Memory", formatValue: formatBytes, onHover: (s, e, move) => hover(s, "memory", e, move),
     legend: categories.filter((c) => c.bytes !== 0),
   });
+  const peakNote = createPeakNote({ report });
   const navView = createNav({
     signal,
     onBack: () => go(() => nav.back()),
@@ -61,7 +63,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const root = h("div", { class: "sk-report" }, [
     h("div", { class: "sk-main" }, [
       bars.el,
-      h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el]),
+      h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el, peakNote.el]),
     ]),
     notice.el,
     code.el,
@@ -81,6 +83,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     memView.setLevel(levels.memory, styleOf);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
+    peakNote.update(scale);
     navView.update(nav.crumbs(), nav.atTop);
     code.setLevel({ node, isRoot: nav.atTop, report });
     code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
@@ -97,6 +100,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     if (levels.memory.relayout) memView.setLevel(levels.memory, styleOf);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
+    peakNote.update(scale);
     code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
     actions.update();
     if (hovered && !tooltip.el.hidden) tooltip.show(tooltipLines(hovered.segment, hovered.kind), lastPointer.x, lastPointer.y);

@@ -243,15 +243,16 @@ function finish(segs) {
 
 /**
  * How measured values turn into predicted ones at `batch`: times scale with R(x)/iteration_ms
- * (so the root level sums to the model's iteration time), categories that grow with the batch
- * with x / measured batch (`activationFactor`), the others stay, and the remainder category is
- * what the memory model predicts beyond all of them. At the measured batch size the
- * measurement is shown as is.
+ * (so the root level sums to the model's iteration time); a category follows the line through
+ * its bytes at the two largest samples that measured categories (`categoryFactors`), or, in
+ * reports without them, grows with x / measured batch when it grows with the batch
+ * (`activationFactor`) and stays otherwise; the remainder category is what the memory model
+ * predicts beyond all the others. At the measured batch size the measurement is shown as is.
  */
 export function scaleFor(report, predictor, batch) {
   const measured = Number(report.batch_size);
   if (!predictor || !predictor.canManipulate || batch === measured || !(measured > 0)) {
-    return { batch: measured, predicted: false, timeFactor: 1, activationFactor: 1, peakBytes: null };
+    return { batch: measured, predicted: false, timeFactor: 1, activationFactor: 1, categoryFactors: {}, peakBytes: null };
   }
   const iterationMs = Number(report.iteration_ms);
   return {
@@ -259,8 +260,29 @@ export function scaleFor(report, predictor, batch) {
     predicted: true,
     timeFactor: iterationMs > 0 ? predictor.predictIterationMs(batch) / iterationMs : 1,
     activationFactor: batch / measured,
+    categoryFactors: categoryFactors(report, batch),
     peakBytes: predictor.predictPeakBytes(batch),
   };
+}
+
+/** {category key: bytes at `batch` / bytes measured}, from the samples' own categories. */
+function categoryFactors(report, batch) {
+  const samples = (report.samples || [])
+    .filter((s) => s && s.categories && Object.keys(s.categories).length && Number.isFinite(s.batch_size))
+    .sort((a, b) => a.batch_size - b.batch_size);
+  if (samples.length < 2) return {};
+  const [low, high] = samples.slice(-2);
+  if (!(high.batch_size > low.batch_size)) return {};
+  const factors = {};
+  for (const category of report.categories || []) {
+    const measured = Number(category.bytes);
+    const y1 = Number(low.categories[category.key]);
+    const y2 = Number(high.categories[category.key]);
+    if (category.remainder || !(measured > 0) || !Number.isFinite(y1) || !Number.isFinite(y2)) continue;
+    const at = y2 + ((y2 - y1) / (high.batch_size - low.batch_size)) * (batch - high.batch_size);
+    factors[category.key] = Math.max(0, at) / measured;
+  }
+  return factors;
 }
 
 /**
@@ -273,7 +295,9 @@ export function scaleFor(report, predictor, batch) {
 export function applyScale(level, scale) {
   let others = 0;
   for (const s of level.segments) {
+    const factor = scale.categoryFactors?.[s.category];
     if (s.category === TIME) s.value = s.base * scale.timeFactor;
+    else if (factor !== undefined) s.value = s.base * factor;
     else if (s.spec?.growsWithBatch) s.value = s.base * scale.activationFactor;
     else if (!s.spec?.remainder) s.value = s.base;
     if (s.category !== TIME && !s.spec?.remainder) others += s.value;

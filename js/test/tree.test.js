@@ -157,6 +157,23 @@ describe("scaling with the predicted batch size", () => {
     expect(level.total).toBeCloseTo(predictor.predictPeakBytes(128), 3);
   });
 
+  test("with categories measured at the samples, each follows its own line through them", () => {
+    const measured = loadReport("small");
+    const bytes = (key) => measured.categories.find((c) => c.key === key).bytes;
+    const at = (n) => ({ weights: bytes("weights"), activations: bytes("activations") * n / 32, grads: bytes("grads") * (1 + (n - 32) / 64) });
+    measured.samples = measured.samples.map((s) => ({ ...s, categories: at(s.batch_size) }));
+    const idx = indexTree(measured.tree);
+    const level = memorySegments(measured, idx, idx.root);
+    const scale = scaleFor(measured, predictor, 128);
+    expect(scale.categoryFactors.grads).toBeCloseTo(at(128).grads / bytes("grads"), 9);
+    applyScale(level, scale);
+    const total = (key) => level.segments.filter((s) => s.category === key).reduce((a, s) => a + s.value, 0);
+    expect(total("grads")).toBeCloseTo(at(128).grads, 3); // not constant: the samples say it grows
+    expect(total("activations")).toBeCloseTo(at(128).activations, 3);
+    expect(total("weights")).toBeCloseTo(bytes("weights"), 3);
+    expect(level.total).toBeCloseTo(predictor.predictPeakBytes(128), 3);
+  });
+
   test("a remainder is placed by its sign at every scale: its base follows its value", () => {
     const negative = loadReport("small");
     negative.categories.find((c) => c.key === "untracked").bytes = -4096;

@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from skyline_nb.categories import Categories
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.memory import LiveStorageTracker
+from skyline_nb.profiler.peak import PeakTracker, named_tensors
 from skyline_nb.profiler.providers import (
     Inputs,
     Providers,
@@ -105,21 +107,30 @@ class WarmTrial:
     user_step_peak: int = 0
     user_input_bytes: int = 0
     user_inputs: Inputs = ((), {}, [])
+    categories_at: dict[int, Categories] = field(default_factory=dict)  # by ``peak_at``
 
     def peak_at(self, batch_size: int) -> int:
-        """Peak bytes of one iteration at ``batch_size``; raises the device's OOM types when it
-        does not fit (the trial goes back to the user's inputs either way)."""
+        """Peak bytes of one iteration at ``batch_size``, and what was alive then
+        (``categories_at``); raises the device's OOM types when it does not fit (the trial goes
+        back to the user's inputs either way)."""
         sample_inputs = self.inputs_for(batch_size)
+        model = self.trial.model
+        tracker = PeakTracker(self.device.torch_device,
+                              named_tensors(model, sample_inputs[2], []))
         try:
-            added = step_peak(self.trial, self.device, sample_inputs)
+            added, _ = measured_step(self.trial, self.device, sample_inputs, tracker)
             peak = (self.user.peak_bytes + added - self.user_step_peak
                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
+            snapshot = tracker.categorized(added, model, sample_inputs[2])
         except self.device.oom_types:
             self.trial.use_inputs(self.user_inputs)
             del sample_inputs
             self.device.free_memory(thorough=True)
             raise
+        finally:
+            tracker.close()
         self.trial.use_inputs(self.user_inputs)
+        self.categories_at[batch_size] = Categories.at_peak(peak, snapshot.by_category)
         budget = self.device.memory_budget
         if self.device.kind == "cpu" and budget is not None and peak > budget:
             raise CPUOutOfMemoryError(

@@ -14,20 +14,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from torch import nn
-
-from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.iteration import measured_step
-from skyline_nb.profiler.memory import (
-    SavedTensorTracker,
-    optimizer_state_tensors,
-    storage_keys,
-    unique_parameters,
-)
+from skyline_nb.profiler.memory import SavedTensorTracker, storage_keys, unique_parameters
 from skyline_nb.profiler.operations import OperationTracker
-from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker
+from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker, named_tensors
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.stacks import UserCode
 
@@ -60,15 +52,14 @@ def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inpu
         record = ops.records[index]
         return index, record.module, record.name
 
-    tracker = PeakTracker(dev.torch_device, _named(trial, model, []), where)
+    tracker = PeakTracker(dev.torch_device, named_tensors(model, trial.input_tensors, []),
+                          where)
     try:
         added, value = measured_step(trial, dev, warm_inputs, _together(ops, saved, tracker))
-        peak = tracker.snapshot(_named(trial, model, ops.live_optimizers()))
+        peak = tracker.categorized(added, model, trial.input_tensors)
     finally:
         tracker.close()
     ops.finish()
-    peak.by_category[Category.KERNEL_WORKSPACE] = max(
-        0, added - (tracker.peak - tracker.start_bytes))
     return MemoryRun(ops, saved, peak, value)
 
 
@@ -77,21 +68,6 @@ def _together(ops: OperationTracker, saved: SavedTensorTracker,
               tracker: PeakTracker) -> Iterator[None]:
     with ops, saved.active(), tracker:
         yield
-
-
-def _named(trial: Trial, model: nn.Module, optimizers: list[Any]) -> Iterator[tuple[str, Any]]:
-    """(category, tensor) of what is named by identity: parameters, their gradients, buffers,
-    optimizer state, the inputs."""
-    for _, param in unique_parameters(model):
-        yield Category.WEIGHTS, param
-        if param.grad is not None:
-            yield Category.GRADS, param.grad
-    for buffer in model.buffers():
-        yield Category.BUFFERS, buffer
-    for tensor in optimizer_state_tensors(optimizers):
-        yield Category.OPTIMIZER, tensor
-    for tensor in trial.input_tensors:
-        yield Category.INPUTS, tensor
 
 
 def by_op_of(

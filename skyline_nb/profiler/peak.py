@@ -24,7 +24,7 @@ tracker cannot see at another moment (a large kernel workspace) moves the true p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ import torch
 
 from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
-from skyline_nb.profiler.memory import optimizer_state_tensors
+from skyline_nb.profiler.memory import optimizer_state_tensors, unique_parameters
 
 DispatchMode = tp.dispatch_mode_base()
 
@@ -94,6 +94,7 @@ class PeakTracker(DispatchMode):
         self._dead: list[_Storage] = []
         self._optimizer_depth = 0
         self._hooks: list[Any] = []
+        self.optimizers: list[Any] = []  # seen stepping
         for category, tensor in start:
             self._adopt(category, tensor)
         self._note_peak()
@@ -177,6 +178,8 @@ class PeakTracker(DispatchMode):
     def _step_pre(self, optimizer: Any, *_: Any) -> None:
         """Optimizer state is alive since the start (a warm trial) but only reachable now."""
         self._optimizer_depth += 1
+        if all(o is not optimizer for o in self.optimizers):
+            self.optimizers.append(optimizer)
         for tensor in optimizer_state_tensors([optimizer]):
             self._adopt(Category.OPTIMIZER, tensor)
 
@@ -207,6 +210,14 @@ class PeakTracker(DispatchMode):
         place = None if self.peak_place is None else self.peak_place[1:]
         return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place)
 
+    def categorized(self, added: int, model: Any, inputs: Iterable[Any]) -> PeakSnapshot:
+        """The snapshot at the peak, with the kernels' own workspace: ``added`` (the allocator's
+        bytes at the iteration's peak beyond what was alive when it started) minus what the
+        tracker saw added by then."""
+        peak = self.snapshot(named_tensors(model, inputs, self.optimizers))
+        peak.by_category[Category.KERNEL_WORKSPACE] = max(0, added - (self.peak - self.start_bytes))
+        return peak
+
     def _alive_at_peak(self) -> Iterable[tuple[int | None, _Storage]]:
         """(key, storage) alive at the peak; key None for storages freed since (their key may
         name another storage now)."""
@@ -220,6 +231,22 @@ class PeakTracker(DispatchMode):
     def close(self) -> None:
         """Stop following; finalizers already registered become no-ops."""
         self._storages.clear()
+
+
+def named_tensors(model: Any, inputs: Iterable[Any],
+                  optimizers: Iterable[Any]) -> Iterator[tuple[str, Any]]:
+    """(category, tensor) of what is named by identity: parameters, their gradients, buffers,
+    optimizer state, the inputs."""
+    for _, param in unique_parameters(model):
+        yield Category.WEIGHTS, param
+        if param.grad is not None:
+            yield Category.GRADS, param.grad
+    for buffer in model.buffers():
+        yield Category.BUFFERS, buffer
+    for tensor in optimizer_state_tensors(optimizers):
+        yield Category.OPTIMIZER, tensor
+    for tensor in inputs:
+        yield Category.INPUTS, tensor
 
 
 def _has_storage(tensor: torch.Tensor) -> bool:

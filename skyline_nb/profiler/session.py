@@ -130,7 +130,7 @@ def profile(
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.samples = [level1.sample()]
             if sampled is not None:
-                report.samples, report.models = _fit(level1, sampled, dev)
+                report.samples, report.models = _fit(level1, sampled, dev, report.categories)
         finally:
             del warm
     reporter.stage("done", 0)
@@ -309,6 +309,7 @@ class _Sampled:
     """Level 1 at the other batch sizes, before the headline is final."""
 
     peaks: dict[int, int]
+    categories: dict[int, Categories]
     timings: list[SampleTiming]
     reason: str | None
 
@@ -337,15 +338,19 @@ def _sample(
             f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
             "be off; re-profile when it is quieter"
         )
-    return _Sampled(peaks, timings, reason)
+    return _Sampled(peaks, warm.categories_at, timings, reason)
 
 
 def _fit(
-    level1: IterationResult, sampled: _Sampled, dev: Device
+    level1: IterationResult, sampled: _Sampled, dev: Device, categories: Categories
 ) -> tuple[list[Sample], PerformanceModels]:
-    """The samples at the final headline (each its ratio of it) and the lines through them."""
-    samples = [level1.sample()] + [
-        Sample(t.batch_size, level1.iteration_ms * t.ratio, sampled.peaks[t.batch_size])
+    """The samples at the final headline (each its ratio of it), with what was alive at each
+    one's peak, and the lines through them."""
+    first = level1.sample()
+    first.categories = dict(categories)
+    samples = [first] + [
+        Sample(t.batch_size, level1.iteration_ms * t.ratio, sampled.peaks[t.batch_size],
+               dict(sampled.categories.get(t.batch_size, {})))
         for t in sampled.timings
     ]
     samples.sort(key=lambda s: s.batch_size)

@@ -103,3 +103,15 @@ def test_each_category_agrees_with_memtracker(name: str) -> None:
     }
     for what, (mine, reference) in pairs.items():
         assert abs(mine - reference) <= 0.05 * max(reference, 1), (what, mine, reference, theirs)
+
+
+@pytest.mark.parametrize("name", ["cnn", "gpt"])
+def test_samples_carry_what_was_alive_at_their_peaks(name: str) -> None:
+    """Each sample's categories add up to its peak and equal a profile at that batch size, so
+    the widget scales each category along what the samples measured."""
+    report = profile(*providers_of(name), batch_size=16, device="cpu")
+    for sample in report.samples:
+        assert sum(sample.categories.values()) == sample.peak_bytes
+    larger = next(s for s in report.samples if s.batch_size == 32)
+    direct = profile(*providers_of(name), batch_size=32, device="cpu", predict=False)
+    assert larger.categories == dict(direct.categories)
