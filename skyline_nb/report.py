@@ -65,6 +65,9 @@ class Node:
     frames: list[Frame] = field(default_factory=list)
     children: list[Node] = field(default_factory=list)
     peak_activation_bytes: int = 0  # forward outputs alive at the peak, by the op creating them
+    # most bytes its forward (backward) added over what was alive when it began (modules)
+    forward_peak_bytes: int = 0
+    backward_peak_bytes: int = 0
 
     @property
     def total_ms(self) -> float:
@@ -302,6 +305,8 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         backward_ms=None if data.get("backward_ms") is None else float(data["backward_ms"]),
         activation_bytes=int(data["activation_bytes"]),
         peak_activation_bytes=int(data.get("peak_activation_bytes", 0)),
+        forward_peak_bytes=int(data.get("forward_peak_bytes", 0)),
+        backward_peak_bytes=int(data.get("backward_peak_bytes", 0)),
         weight_bytes=int(data["weight_bytes"]),
         grad_bytes=int(data["grad_bytes"]),
         frames=_frames(data.get("frames", [])),

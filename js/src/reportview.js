@@ -186,6 +186,11 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
       const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;
       lines.push({ text: `forward ${formatMs(f)} \u00b7 backward ${b === null ? "none" : formatMs(b)}` });
     }
+    if (kind === "memory" && s.node && s.kind === NODE_KIND.MODULE) {
+      const adds = [["forward", s.node.forward_peak_bytes], ["backward", s.node.backward_peak_bytes]]
+        .filter(([, bytes]) => Number(bytes) > 0);
+      if (adds.length) lines.push({ text: `adds at most ${adds.map(([phase, bytes]) => `${formatBytes(Number(bytes))} in ${phase}`).join(" \u00b7 ")} (measured batch)` });
+    }
     const parts = s.node && s.spec ? s.spec.members.filter((m) => m.node_field) : [];
     if (parts.length > 1) {
       // A segment carrying several categories (weights + grads) says how much is each.

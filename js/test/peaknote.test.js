@@ -32,3 +32,13 @@ describe("where the memory peak happened", () => {
     expect(view.q("peak-note").hidden).toBe(true);
   });
 });
+
+test("a module's memory tooltip says how much its forward and backward add at most", () => {
+  const report = loadReport("small");
+  const fc1 = report.tree.children.find((c) => c.path === "fc1");
+  Object.assign(fc1, { forward_peak_bytes: 2048, backward_peak_bytes: 4096 });
+  view = mount({ report });
+  const seg = view.q("breakdown-memory").querySelector('[data-skyline="segment"][data-node="fc1"]');
+  seg.dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
+  expect(view.q("tooltip").textContent).toContain("adds at most 2 KiB in forward \u00b7 4 KiB in backward");
+});

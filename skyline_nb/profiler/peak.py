@@ -64,6 +64,9 @@ class PeakSnapshot:
     by_op: dict[int, int] = field(default_factory=dict)
     phase: str = FORWARD
     place: tuple[str, str] | None = None
+    # (phase, module path) -> most bytes the module's forward (or backward) added over what was
+    # alive when it began, counting its descendants
+    module_added: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 class PeakTracker(DispatchMode):
@@ -95,6 +98,8 @@ class PeakTracker(DispatchMode):
         self._optimizer_depth = 0
         self._hooks: list[Any] = []
         self.optimizers: list[Any] = []  # seen stepping
+        # (phase, module path) -> [tracked bytes before its first op, highest since]
+        self._module_live: dict[tuple[str, str], list[int]] = {}
         for category, tensor in start:
             self._adopt(category, tensor)
         self._note_peak()
@@ -141,6 +146,7 @@ class PeakTracker(DispatchMode):
             self.peak_place = self.where() if in_model else None
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        before = self.live
         out = func(*args, **(kwargs or {}))
         inputs = {tp.storage_key(t) for t in tp.tree_leaves((args, kwargs))
                   if isinstance(t, torch.Tensor) and t.device.type == self.device_type
@@ -162,7 +168,25 @@ class PeakTracker(DispatchMode):
                          place[0] if place is not None and phase == FORWARD else None)
         if created:
             self._note_peak()
+        self._note_module(before)
         return out
+
+    def _note_module(self, before: int) -> None:
+        """The module whose op just ran (forward, or its backward), and its ancestors: the
+        tracked bytes before their first op in this phase and the highest since."""
+        phase = self._phase()
+        if self.where is None or phase == OPTIMIZER:
+            return
+        place = self.where()
+        if place is None:
+            return
+        path = place[1]
+        while True:
+            seen = self._module_live.setdefault((phase, path), [before, before])
+            seen[1] = max(seen[1], before, self.live)
+            if not path:
+                return
+            path = path.rpartition(".")[0]
 
     # ---- the optimizer step ---------------------------------------------------------------
     def __enter__(self) -> PeakTracker:
@@ -208,7 +232,8 @@ class PeakTracker(DispatchMode):
             if category == Category.ACTIVATIONS and storage.creator is not None:
                 by_op[storage.creator] = by_op.get(storage.creator, 0) + storage.nbytes
         place = None if self.peak_place is None else self.peak_place[1:]
-        return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place)
+        added = {key: high - low for key, (low, high) in self._module_live.items()}
+        return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place, added)
 
     def categorized(self, added: int, model: Any, inputs: Iterable[Any]) -> PeakSnapshot:
         """The snapshot at the peak, with the kernels' own workspace: ``added`` (the allocator's

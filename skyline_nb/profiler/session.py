@@ -219,6 +219,7 @@ def _instrumented(
             ops=ops,
             activation_by_op=activation_by_op,
             peak_activation_by_op=by_op_of(run.peak.by_op, memory_ops, ops),
+            module_added=run.peak.module_added,
             weight_bytes=weight_bytes,
             grad_bytes=grad_bytes,
             param_frames={w.name: w.frames for w in weights},

@@ -33,6 +33,7 @@ class TreeInputs:
     ops: OperationTracker
     activation_by_op: dict[int | None, int]
     peak_activation_by_op: dict[int | None, int]
+    module_added: dict[tuple[str, str], int]  # (phase, module path) -> bytes (``peak.py``)
     weight_bytes: dict[str, int]  # parameter name -> bytes
     grad_bytes: dict[str, int]
     param_frames: dict[str, list[Frame]]
@@ -79,6 +80,10 @@ def build_tree(inputs: TreeInputs) -> Node:
     first[id(untracked)] = len(ops.records) + 1
 
     _own_weights(nodes, inputs)
+    for (phase, path), added in inputs.module_added.items():
+        node = nodes.get(path)
+        if node is not None and phase in ("forward", "backward"):
+            setattr(node, f"{phase}_peak_bytes", added)
     _sum_up(root, first)
     for number, node in enumerate(root.walk()):
         node.id = number
@@ -130,5 +135,10 @@ def _sum_up(node: Node, first: dict[int, int]) -> int | None:
     node.peak_activation_bytes = sum(c.peak_activation_bytes for c in node.children)
     node.weight_bytes += sum(c.weight_bytes for c in node.children)
     node.grad_bytes += sum(c.grad_bytes for c in node.children)
+    # a module's peak is at least its children's (each measured from its own first op)
+    node.forward_peak_bytes = max([node.forward_peak_bytes,
+                                   *(c.forward_peak_bytes for c in node.children)])
+    node.backward_peak_bytes = max([node.backward_peak_bytes,
+                                    *(c.backward_peak_bytes for c in node.children)])
     known = [s for s in starts.values() if s is not None]
     return min(known) if known else None

@@ -56,6 +56,11 @@ def test_categories_add_up_to_the_peak_with_little_left_over(name: str, batch: i
     assert categories[Category.ACTIVATIONS] == report.tree.peak_activation_bytes > 0
     assert categories[Category.INPUTS] > 0
     assert report.peak_place is not None and report.peak_place.phase == "backward"
+    assert report.tree.forward_peak_bytes > 0 and report.tree.backward_peak_bytes > 0
+    for node in report.tree.walk():  # a module adds at least what any of its parts adds
+        for child in node.children:
+            assert child.forward_peak_bytes <= node.forward_peak_bytes
+            assert child.backward_peak_bytes <= node.backward_peak_bytes
     plain = measure_iteration(*providers_of(name), batch, "cpu")
     assert plain.peak_bytes == report.peak_bytes
 
