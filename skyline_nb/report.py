@@ -68,6 +68,8 @@ class Node:
     # most bytes its forward (backward) added over what was alive when it began (modules)
     forward_peak_bytes: int = 0
     backward_peak_bytes: int = 0
+    forward_flops: int = 0  # PyTorch's formulas (``profiler/flops.py``); modules: the sums
+    backward_flops: int = 0
 
     @property
     def total_ms(self) -> float:
@@ -167,6 +169,7 @@ class Report:
     weights: list[WeightEntry] = field(default_factory=list)
     categories: Categories = field(default_factory=Categories.of)  # memory at the peak
     peak_place: PeakPlace | None = None
+    total_flops: int = 0  # of one iteration: forward, backward and optimizer
     samples: list[Sample] = field(default_factory=list)
     models: PerformanceModels | None = None
     sources: list[SourceFile] = field(default_factory=list)
@@ -222,6 +225,7 @@ class Report:
                 source=(
                     BatchSizeSource(**data["source"]) if data.get("source") is not None else None
                 ),
+                total_flops=int(data.get("total_flops", 0)),
                 instrumented_ms=data.get("instrumented_ms"),
                 untracked_ms=float(data.get("untracked_ms", 0.0)),
                 warnings=list(data.get("warnings", [])),
@@ -307,6 +311,8 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         peak_activation_bytes=int(data.get("peak_activation_bytes", 0)),
         forward_peak_bytes=int(data.get("forward_peak_bytes", 0)),
         backward_peak_bytes=int(data.get("backward_peak_bytes", 0)),
+        forward_flops=int(data.get("forward_flops", 0)),
+        backward_flops=int(data.get("backward_flops", 0)),
         weight_bytes=int(data["weight_bytes"]),
         grad_bytes=int(data["grad_bytes"]),
         frames=_frames(data.get("frames", [])),

@@ -1,8 +1,9 @@
 """Level 3, the memory run: one instrumented iteration that sees every op and every storage.
 
-Three trackers ride along on one warm iteration: the op tracker (which op and module runs; its
+Four trackers ride along on one warm iteration: the op tracker (which op and module runs; its
 times are not used, the timing runs of level 2 are hook-free), the saved-tensor hooks (what
-each op saves for backward) and the peak tracker (what was alive at the peak, ``peak.py``).
+each op saves for backward), the peak tracker (what was alive at the peak, ``peak.py``) and
+the FLOP counter (``flops.py``).
 Saved-tensor hooks change which ops autograd dispatches (no detach of saved outputs), so level
 2's timing runs are separate, and per-op results are matched to them by op key (``by_op_of``).
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.flops import FlopTracker
 from skyline_nb.profiler.iteration import measured_step
 from skyline_nb.profiler.memory import SavedTensorTracker, storage_keys, unique_parameters
 from skyline_nb.profiler.operations import OperationTracker
@@ -31,6 +33,7 @@ class MemoryRun:
     ops: OperationTracker
     saved: SavedTensorTracker
     peak: PeakSnapshot
+    flops: FlopTracker
     value: Any
 
 
@@ -54,19 +57,21 @@ def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inpu
 
     tracker = PeakTracker(dev.torch_device, named_tensors(model, trial.input_tensors, []),
                           where)
+    flops = FlopTracker(where)
     try:
-        added, value = measured_step(trial, dev, warm_inputs, _together(ops, saved, tracker))
+        added, value = measured_step(trial, dev, warm_inputs,
+                                     _together(ops, saved, tracker, flops))
         peak = tracker.categorized(added, model, trial.input_tensors)
     finally:
         tracker.close()
     ops.finish()
-    return MemoryRun(ops, saved, peak, value)
+    return MemoryRun(ops, saved, peak, flops, value)
 
 
 @contextmanager
-def _together(ops: OperationTracker, saved: SavedTensorTracker,
-              tracker: PeakTracker) -> Iterator[None]:
-    with ops, saved.active(), tracker:
+def _together(ops: OperationTracker, saved: SavedTensorTracker, tracker: PeakTracker,
+              flops: FlopTracker) -> Iterator[None]:
+    with ops, saved.active(), tracker, flops:
         yield
 
 

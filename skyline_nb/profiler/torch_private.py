@@ -143,6 +143,13 @@ def pop_saved_tensors_hooks_to(top: Any) -> None:
         pop()
 
 
+def flop_formulas() -> dict[Any, Callable[..., int]]:
+    """``FlopCounterMode``'s formulas by op packet (called as it calls them)."""
+    from torch.utils import flop_counter
+
+    return dict(_need(flop_counter, "flop_registry", "torch.utils.flop_counter"))
+
+
 def profiler_running() -> bool:
     return bool(_need(torch._C._autograd, "_profiler_enabled", "torch._C._autograd")())
 

@@ -34,6 +34,7 @@ class TreeInputs:
     activation_by_op: dict[int | None, int]
     peak_activation_by_op: dict[int | None, int]
     module_added: dict[tuple[str, str], int]  # (phase, module path) -> bytes (``peak.py``)
+    flops: tuple[dict[int | None, int], dict[int | None, int]]  # forward, backward by op
     weight_bytes: dict[str, int]  # parameter name -> bytes
     grad_bytes: dict[str, int]
     param_frames: dict[str, list[Frame]]
@@ -76,6 +77,8 @@ def build_tree(inputs: TreeInputs) -> Node:
     untracked = Node(0, "untracked", UNTRACKED_PATH, NodeKind.UNTRACKED, forward_ms=untracked_ms)
     untracked.activation_bytes = inputs.activation_by_op.get(None, 0)
     untracked.peak_activation_bytes = inputs.peak_activation_by_op.get(None, 0)
+    untracked.forward_flops = inputs.flops[0].get(None, 0)
+    untracked.backward_flops = inputs.flops[1].get(None, 0)
     root.children.append(untracked)
     first[id(untracked)] = len(ops.records) + 1
 
@@ -107,6 +110,8 @@ def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
         backward_ms=None if record.backward_ms is None else record.backward_ms * share,
         activation_bytes=inputs.activation_by_op.get(record.index, 0),
         peak_activation_bytes=inputs.peak_activation_by_op.get(record.index, 0),
+        forward_flops=inputs.flops[0].get(record.index, 0),
+        backward_flops=inputs.flops[1].get(record.index, 0),
         frames=frames,
     )
 
@@ -133,6 +138,8 @@ def _sum_up(node: Node, first: dict[int, int]) -> int | None:
     node.backward_ms = sum(backward) if backward else None
     node.activation_bytes = sum(c.activation_bytes for c in node.children)
     node.peak_activation_bytes = sum(c.peak_activation_bytes for c in node.children)
+    node.forward_flops = sum(c.forward_flops for c in node.children)
+    node.backward_flops = sum(c.backward_flops for c in node.children)
     node.weight_bytes += sum(c.weight_bytes for c in node.children)
     node.grad_bytes += sum(c.grad_bytes for c in node.children)
     # a module's peak is at least its children's (each measured from its own first op)

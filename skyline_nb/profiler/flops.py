@@ -1,0 +1,48 @@
+"""Floating-point operations per op, counted with PyTorch's own formulas.
+
+``torch.utils.flop_counter`` holds a formula per aten op (matmuls, convolutions, attention and
+their backward ops), the ones ``FlopCounterMode`` sums. This dispatch mode applies the same
+formulas during the memory run (no extra iteration) and attributes each count to the forward op
+running then, or, in backward, to the forward op whose backward runs (``where``). Ops without a
+formula (element-wise, reductions, the optimizer's updates) count 0, as in ``FlopCounterMode``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from skyline_nb.profiler import torch_private as tp
+
+DispatchMode = tp.dispatch_mode_base()
+
+
+class FlopTracker(DispatchMode):
+    """FLOPs by forward op index: ``forward[i]``, ``backward[i]``; ``unplaced`` for ops that
+    ran where no forward op can be named (e.g. the loss computed outside the model before any
+    op was recorded)."""
+
+    def __init__(self, where: Callable[[], tuple[int, str, str] | None]) -> None:
+        super().__init__()
+        self.where = where
+        self.forward: dict[int, int] = {}
+        self.backward: dict[int, int] = {}
+        self.unplaced = 0
+        self._formulas = tp.flop_formulas()
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        formula = self._formulas.get(func.overloadpacket)
+        if formula is not None:
+            count = int(formula(*args, **(kwargs or {}), out_val=out))
+            place = self.where()
+            if place is None:
+                self.unplaced += count
+            else:
+                into = self.backward if tp.current_autograd_node() is not None else self.forward
+                into[place[0]] = into.get(place[0], 0) + count
+        return out
+
+    @property
+    def total(self) -> int:
+        return sum(self.forward.values()) + sum(self.backward.values()) + self.unplaced
