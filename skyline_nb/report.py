@@ -70,6 +70,7 @@ class Node:
     backward_peak_bytes: int = 0
     forward_flops: int = 0  # PyTorch's formulas (``profiler/flops.py``); modules: the sums
     backward_flops: int = 0
+    flop_bytes_moved: int = 0  # what those FLOP-counted ops read and wrote (roofline)
 
     @property
     def total_ms(self) -> float:
@@ -113,6 +114,8 @@ class DeviceInfo:
     kind: str  # "cuda" | "cpu"
     name: str
     capacity_bytes: int
+    peak_flops: float = 0.0  # measured FLOP/s (``profiler/roofline.py``); 0 when not measured
+    bandwidth: float = 0.0  # measured bytes/s
 
 
 @dataclass
@@ -313,6 +316,7 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         backward_peak_bytes=int(data.get("backward_peak_bytes", 0)),
         forward_flops=int(data.get("forward_flops", 0)),
         backward_flops=int(data.get("backward_flops", 0)),
+        flop_bytes_moved=int(data.get("flop_bytes_moved", 0)),
         weight_bytes=int(data["weight_bytes"]),
         grad_bytes=int(data["grad_bytes"]),
         frames=_frames(data.get("frames", [])),

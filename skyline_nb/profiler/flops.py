@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from skyline_nb.profiler import torch_private as tp
 
 DispatchMode = tp.dispatch_mode_base()
@@ -28,6 +30,8 @@ class FlopTracker(DispatchMode):
         self.forward: dict[int, int] = {}
         self.backward: dict[int, int] = {}
         self.unplaced = 0
+        # bytes the counted ops read and wrote (their tensor inputs and outputs), by op index
+        self.moved: dict[int | None, int] = {}
         self._formulas = tp.flop_formulas()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -36,11 +40,15 @@ class FlopTracker(DispatchMode):
         if formula is not None:
             count = int(formula(*args, **(kwargs or {}), out_val=out))
             place = self.where()
-            if place is None:
+            index = None if place is None else place[0]
+            if index is None:
                 self.unplaced += count
             else:
                 into = self.backward if tp.current_autograd_node() is not None else self.forward
-                into[place[0]] = into.get(place[0], 0) + count
+                into[index] = into.get(index, 0) + count
+            moved = sum(t.numel() * t.element_size() for t in tp.tree_leaves((args, kwargs, out))
+                        if isinstance(t, torch.Tensor))
+            self.moved[index] = self.moved.get(index, 0) + moved
         return out
 
     @property

@@ -48,6 +48,7 @@ from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
+from skyline_nb.profiler.roofline import roofline
 from skyline_nb.profiler.sampling import choose_sizes
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, HEADLINE_BEFORE_SAMPLES, QUIET_WAIT, time_steps
@@ -222,6 +223,7 @@ def _instrumented(
             module_added=run.peak.module_added,
             flops=(by_op_of({**run.flops.forward, None: run.flops.unplaced}, memory_ops, ops),
                    by_op_of(dict(run.flops.backward), memory_ops, ops)),
+            flop_bytes_moved=by_op_of(run.flops.moved, memory_ops, ops),
             weight_bytes=weight_bytes,
             grad_bytes=grad_bytes,
             param_frames={w.name: w.frames for w in weights},
@@ -231,12 +233,15 @@ def _instrumented(
     )
     files = {f.file for node in tree.walk() for f in node.frames}
     files |= {f.file for w in weights for f in w.frames}
+    device = dev.info()
+    roof = roofline(dev)
+    device.peak_flops, device.bandwidth = roof.peak_flops, roof.bandwidth
     return Report(
         batch_size=size,
         iteration_ms=level1.iteration_ms,
         throughput=level1.throughput,
         peak_bytes=level1.peak_bytes,
-        device=dev.info(),
+        device=device,
         tree=tree,
         weights=weights,
         categories=categories,

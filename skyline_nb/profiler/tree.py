@@ -35,6 +35,7 @@ class TreeInputs:
     peak_activation_by_op: dict[int | None, int]
     module_added: dict[tuple[str, str], int]  # (phase, module path) -> bytes (``peak.py``)
     flops: tuple[dict[int | None, int], dict[int | None, int]]  # forward, backward by op
+    flop_bytes_moved: dict[int | None, int]
     weight_bytes: dict[str, int]  # parameter name -> bytes
     grad_bytes: dict[str, int]
     param_frames: dict[str, list[Frame]]
@@ -79,6 +80,7 @@ def build_tree(inputs: TreeInputs) -> Node:
     untracked.peak_activation_bytes = inputs.peak_activation_by_op.get(None, 0)
     untracked.forward_flops = inputs.flops[0].get(None, 0)
     untracked.backward_flops = inputs.flops[1].get(None, 0)
+    untracked.flop_bytes_moved = inputs.flop_bytes_moved.get(None, 0)
     root.children.append(untracked)
     first[id(untracked)] = len(ops.records) + 1
 
@@ -112,6 +114,7 @@ def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
         peak_activation_bytes=inputs.peak_activation_by_op.get(record.index, 0),
         forward_flops=inputs.flops[0].get(record.index, 0),
         backward_flops=inputs.flops[1].get(record.index, 0),
+        flop_bytes_moved=inputs.flop_bytes_moved.get(record.index, 0),
         frames=frames,
     )
 
@@ -140,6 +143,7 @@ def _sum_up(node: Node, first: dict[int, int]) -> int | None:
     node.peak_activation_bytes = sum(c.peak_activation_bytes for c in node.children)
     node.forward_flops = sum(c.forward_flops for c in node.children)
     node.backward_flops = sum(c.backward_flops for c in node.children)
+    node.flop_bytes_moved = sum(c.flop_bytes_moved for c in node.children)
     node.weight_bytes += sum(c.weight_bytes for c in node.children)
     node.grad_bytes += sum(c.grad_bytes for c in node.children)
     # a module's peak is at least its children's (each measured from its own first op)

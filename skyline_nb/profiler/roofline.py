@@ -1,0 +1,78 @@
+"""The device's roofline: peak FLOP/s and memory bandwidth, for "% of attainable" per module.
+
+A module doing F FLOPs while moving B bytes (its ops' inputs and outputs) in t seconds achieves
+F/t; the most it could achieve is min(peak FLOP/s, F/B × bandwidth) (the roofline model, as
+XSP shows it per layer). The peaks are measured once per process and device (a kernel keeps
+them for its life):
+
+- CPU: a float32 matmul big enough to run at the BLAS's best (1024², at torch's thread count)
+  and a copy of a buffer larger than the caches, each repeated for about 0.1 s; the best run
+  counts (the peak, not the typical);
+- CUDA: the same measurement on the device (tensor cores are not used by float32 matmuls
+  unless TF32 is on, so it is the FP32 peak the user's float32 model can reach).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from skyline_nb.profiler.device import Device
+
+MATMUL_N = 1024
+COPY_BYTES = 64 << 20
+BUDGET_S = 0.1  # per measurement
+
+
+@dataclass(frozen=True)
+class Roofline:
+    peak_flops: float  # FLOP/s
+    bandwidth: float  # bytes/s
+
+
+_measured: dict[tuple[str, int], Roofline] = {}
+
+
+def roofline(device: Device) -> Roofline:
+    """The device's peaks, measured on first use and then kept."""
+    key = (device.kind, torch.get_num_threads())
+    if key not in _measured:
+        _measured[key] = Roofline(_best_rate(device, _matmul), _best_rate(device, _copy))
+    return _measured[key]
+
+
+def _matmul(device: Device) -> tuple[object, float]:
+    a = torch.randn(MATMUL_N, MATMUL_N, device=device.torch_device)
+    b = torch.randn(MATMUL_N, MATMUL_N, device=device.torch_device)
+    return (lambda: torch.mm(a, b)), 2.0 * MATMUL_N**3
+
+
+def _copy(device: Device) -> tuple[object, float]:
+    source = torch.empty(COPY_BYTES // 4, device=device.torch_device)
+    target = torch.empty_like(source)
+    source.fill_(1.0)
+    return (lambda: target.copy_(source)), 2.0 * COPY_BYTES  # read and write
+
+
+def _best_rate(device: Device, make: object) -> float:
+    """Units of work per second of the fastest of the runs that fit in ``BUDGET_S``."""
+    run, work = make(device)  # type: ignore[operator]
+    run()  # warm: allocation, first-touch pages, kernel choice
+    device.synchronize()
+    best = float("inf")
+    started = time.perf_counter()
+    while time.perf_counter() - started < BUDGET_S:
+        begin = time.perf_counter()
+        run()
+        device.synchronize()
+        best = min(best, time.perf_counter() - begin)
+    return work / best if best > 0 else 0.0
+
+
+def attainable(roof: Roofline, flops: float, bytes_moved: float) -> float:
+    """The most FLOP/s work with this arithmetic intensity can reach on ``roof``."""
+    if bytes_moved <= 0:
+        return roof.peak_flops
+    return min(roof.peak_flops, flops / bytes_moved * roof.bandwidth)

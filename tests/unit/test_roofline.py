@@ -1,0 +1,62 @@
+"""The roofline: the device's peaks are measured quickly and once, and a large matmul module,
+which runs at the BLAS's best, lands near the top of what its arithmetic intensity allows."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from torch import nn
+
+from skyline_nb.profiler import roofline as rl
+from skyline_nb.profiler.device import resolve_device
+from skyline_nb.profiler.session import profile
+
+pytestmark = pytest.mark.slow
+
+
+def test_peaks_are_measured_within_half_a_second_and_kept(monkeypatch) -> None:
+    monkeypatch.setattr(rl, "_measured", {})
+    device = resolve_device("cpu")
+    started = time.perf_counter()
+    roof = rl.roofline(device)
+    assert time.perf_counter() - started <= 0.5
+    assert roof.peak_flops > 1e9 and roof.bandwidth > 1e8
+    assert rl.roofline(device) is roof
+
+
+def test_attainable_is_the_lower_roof() -> None:
+    roof = rl.Roofline(peak_flops=100.0, bandwidth=10.0)
+    assert rl.attainable(roof, flops=10.0, bytes_moved=10.0) == 10.0  # memory-bound
+    assert rl.attainable(roof, flops=1e6, bytes_moved=1.0) == 100.0  # compute-bound
+    assert rl.attainable(roof, flops=1.0, bytes_moved=0.0) == 100.0
+
+
+def test_a_large_matmul_module_reaches_most_of_its_roof() -> None:
+    def model_provider():
+        return nn.Sequential(nn.Linear(1024, 1024, bias=False))
+
+    def input_provider(batch_size=1024):
+        return (torch.randn(batch_size, 1024),)
+
+    def iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+        def iteration(x):
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+
+        return iteration
+
+    report = profile(model_provider, input_provider, iteration_provider, device="cpu",
+                     predict=False)
+    linear = report.tree.find("0")
+    flops = linear.forward_flops + linear.backward_flops
+    assert flops == 2 * 2 * 1024**3  # the forward and the weight-gradient matmuls
+    achieved = flops / (linear.total_ms / 1e3)
+    roof = rl.Roofline(report.device.peak_flops, report.device.bandwidth)
+    share = achieved / rl.attainable(roof, flops, linear.flop_bytes_moved)
+    # the peak is the best of short runs, so a busy machine can put the module slightly above
+    assert 0.5 <= share <= 1.1, share
