@@ -8,6 +8,7 @@ bar ≤ 5 %, never below −0.5 %), where the peak happened, and whether the cat
 the peak to the byte. Bytes are exact, so one run suffices and load does not matter.
 
     python benchmarks/peak_memory.py --batches 16 32
+    python benchmarks/peak_memory.py --device cuda --batches 32 256
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def providers(name: str) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batches", type=int, nargs="+", default=[16, 32])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--models", nargs="+",
                         default=["mlp", "cnn", "transformer", "lstm", "gpt", "convnext"])
     args = parser.parse_args()
@@ -48,7 +50,8 @@ def main() -> None:
     print("|---" * (len(SHOWN) + 5) + "|")
     for name in args.models:
         for batch in args.batches:
-            report = profile(*providers(name), batch_size=batch, device="cpu", predict=False)
+            report = profile(*providers(name), batch_size=batch, device=args.device,
+                             predict=False)
             shares = [100.0 * report.categories[k] / report.peak_bytes for k in SHOWN]
             place = report.peak_place
             where = f"{place.phase} of {place.module or '(outside modules)'} ({place.op})"
