@@ -1,16 +1,19 @@
 """The body of a ``%%skyline`` cell, run so that its functions map to the cell's own lines.
 
 IPython hands a cell magic its body alone. The whole cell as typed is in the ``cells`` registry
-(the ``pre_run_cell`` hook saw it); the body is run as its own code and registered with the
-line the body starts on, so frames and the batch-size literal point into the cell as the user
-sees it. A batch size dragged in this cell's widget that no front-end path could write into the
-cell (fallback (c) of DESIGN) is written in here, through ``source.rewrite_batch_size``: the one
-place where ``set_next_input(replace=True)`` rewrites the right cell, the one being run.
+(the ``pre_run_cell`` hook saw it); the body is run as its own code, below the cell's lines up to
+the ``%%skyline`` line turned into comments, and under the cell's own execution number, so that
+IPython's tracebacks ("Cell In[N], line L"), the profile's frames and the batch-size literal all
+number the cell as the notebook shows it. A batch size dragged in this cell's widget that no
+front-end path could write into the cell (fallback (c) of DESIGN) is written in here, through
+``source.rewrite_batch_size``: the one place where ``set_next_input(replace=True)`` rewrites the
+right cell, the one being run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from skyline_nb import cells
@@ -30,7 +33,7 @@ def run_body(shell: Any, body: str, by_cell: Mapping[str, LiveProfile]) -> Sourc
     full = outer.cell_source if outer is not None and outer.cell_source else None
     if full is None or not full.lstrip().startswith(MAGIC):
         full = f"{MAGIC}\n{body}"
-    cell_id = (outer.cell_id if outer is not None else None) or _current_cell_id(shell)
+    cell_id = (outer.cell_id if outer is not None else None) or running_cell_id(shell)
     prefix = _magic_prefix(full, body)
     previous = by_cell.get(cell_id) if cell_id else None
     if previous is not None:
@@ -38,17 +41,18 @@ def run_body(shell: Any, body: str, by_cell: Mapping[str, LiveProfile]) -> Sourc
         if edited is not None:
             shell.set_next_input(edited, replace=True)
             full = edited
-    body = _with_newline(full)[len(prefix):]
-    if not shell.run_cell(body, store_history=False).success:
-        return None
-    transformed = shell.transform_cell(body)
+    # Commented, the lines up to the magic's keep the body on its own lines: nothing is blank
+    # at the top for IPython to drop, so the code's line L is the cell's line L.
+    code = "".join(f"#{line}" for line in prefix.splitlines(keepends=True))
+    code += _with_newline(full)[len(prefix):]
+    with _numbered_as(shell, outer):
+        if not shell.run_cell(code, store_history=False).success:
+            return None
+    transformed = shell.transform_cell(code)
     found = next((e for e in reversed(cells.entries()) if e.source == transformed), None)
     if found is None:
         return None
-    magic_lines = prefix.count("\n")  # lines up to and including the %%skyline line
-    first = magic_lines + 1 + cells.leading_blank_lines(body) - cells.leading_blank_lines(
-        transformed)
-    cells.register(found.code_name, cell_id, transformed, first_line=first, cell_source=full)
+    cells.register(found.code_name, cell_id, transformed, cell_source=full)
     return SourceCell(cell_id, full, found.code_name)
 
 
@@ -88,9 +92,32 @@ def _magic_prefix(full: str, body: str) -> str:
     return first + "\n"
 
 
-def _current_cell_id(shell: Any) -> str | None:
+def running_cell_id(shell: Any) -> str | None:
+    """The id of the cell being run: the front end's (in a kernel), else the registry's."""
     kernel = getattr(shell, "kernel", None)
     try:
-        return kernel.get_parent()["metadata"].get("cellId") if kernel is not None else None
+        found = kernel.get_parent()["metadata"].get("cellId") if kernel is not None else None
     except (AttributeError, KeyError, TypeError):
-        return None
+        found = None
+    entries = cells.entries()
+    return found or (entries[-1].cell_id if entries else None)
+
+
+@contextlib.contextmanager
+def _numbered_as(shell: Any, outer: cells.CellEntry | None) -> Iterator[None]:
+    """Code run meanwhile is numbered as ``outer``, the running cell (In[N], its prompt).
+
+    A cell that stores history has already moved ``execution_count`` on to the next cell's
+    number when its code runs; the body would be "Cell In[N+1]" in tracebacks and Out[N+1].
+    """
+    count = shell.execution_count
+    named = shell.compile.format_code_name(outer.code_name) if outer is not None else None
+    number = next((n for n in (count - 1, count) if named == ("Cell", f"In[{n}]")), None)
+    if number is None:
+        yield
+        return
+    shell.execution_count = number
+    try:
+        yield
+    finally:
+        shell.execution_count = count

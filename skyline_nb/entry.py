@@ -93,6 +93,13 @@ def export_kind(path: Path) -> str:
     return kind
 
 
+def wrote(path: Path) -> str:
+    """What every export prints once written: 'wrote p.html (96.9 KiB)'."""
+    from skyline_nb.export.units import format_bytes
+
+    return f"wrote {path} ({format_bytes(path.stat().st_size)})"
+
+
 def export(report: Report, path: Path, kind: str | None = None, *, overwrite: bool) -> Path:
     """Write ``report`` to ``path`` as ``kind`` (default: ``export_kind(path)``).
 

@@ -5,7 +5,13 @@ the providers in the user's namespace (``entry``'s rules, shared with the comman
 the cell that defines the input provider (through the ``cells`` registry, fed by a
 ``pre_run_cell`` hook and, for cells that ran before the extension was loaded, by IPython's input
 history; a ``%%skyline`` body is run by ``cellbody``), and hands both to a ``LiveProfile``, with
-``cells.lookup`` for the profiler to tell notebook cells apart.
+``cells.lookup`` for the profiler to tell notebook cells apart. A failed profile reaches the
+notebook as ``failures`` words it: a banner, then the user's own frames.
+
+``-o FILE`` exports the profile already shown when its providers and options are unchanged
+(``fingerprint``), else profiles first (``--reprofile`` always does); either way it prints what it
+wrote and its size. A cell that runs ``%skyline`` again closes the widget its previous run made:
+its output is gone, and a notebook saved with widget state would otherwise keep every one.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from skyline_nb import cells, entry
-from skyline_nb.cellbody import run_body
+from skyline_nb import cells, entry, failures, fingerprint
+from skyline_nb.cellbody import run_body, running_cell_id
 from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
 from skyline_nb.report import Report
 
@@ -32,8 +38,9 @@ class SkylineMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.live: list[LiveProfile] = []
-        self.by_cell: dict[str, LiveProfile] = {}
-        self.last_report: Report | None = None
+        self.by_cell: dict[str, LiveProfile] = {}  # source cell id -> its latest live profile
+        self.by_output: dict[str, tuple[int, list[LiveProfile]]] = {}  # cell id -> its run's
+        self.latest = fingerprint.Latest()  # the latest profile any widget showed
 
     @magic_arguments()
     @argument("-m", "--model", metavar="NAME", help="the model provider function")
@@ -50,8 +57,10 @@ class SkylineMagics(Magics):
     @argument("--no-watch", action="store_true",
               help="do not re-profile when the source cell runs again")
     @argument("-o", "--output", metavar="PATH",
-              help="also export, replacing the file: .sqlite (time), .memory.sqlite, .json or "
-                   ".html, by suffix")
+              help="export, replacing the file: .sqlite (time), .memory.sqlite, .json or .html, "
+                   "by suffix; the profile already shown when its providers are unchanged")
+    @argument("--reprofile", action="store_true",
+              help="with -o: profile again even when the profile shown is up to date")
     @no_var_expand
     @line_cell_magic
     def skyline(self, line: str, cell: str | None = None) -> None:
@@ -65,29 +74,44 @@ class SkylineMagics(Magics):
         output = Path(args.output) if args.output else None
         if output is not None:
             _usage(entry.export_kind, output)  # refuse a bad name before minutes of profiling
+            shown = None if cell is not None or args.reprofile else self.latest.current(
+                request, args.batch_size)
+            if shown is not None:
+                return _write(shown, output)
         source_cell = run_body(self.shell, cell, self.by_cell) if cell is not None else None
         if cell is not None and source_cell is None:
             # IPython already showed the body's error; fail the cell too, so that Run All
             # stops here, with one line rather than a second traceback.
             raise UsageError("%%skyline: the cell's code failed (see above); nothing was profiled")
-        try:
-            _, input_p, _ = request.resolve()  # fail early, before any profiling
-        except UsageError as exc:
-            _show_error(f"Nothing to profile: {exc}")
-            raise
+        _, input_p, _ = request.resolve()  # fail early, before any profiling
+        source_cell = source_cell or _cell_of(input_p)
         from skyline_nb.profiler.session import profile
 
-        source_cell = source_cell or _cell_of(input_p)
-        live = LiveProfile(request, source_cell, functools.partial(profile, cells=cells.lookup))
+        profile_fn = functools.partial(profile, cells=cells.lookup)
+        live = LiveProfile(request, source_cell,
+                           failures.for_user(self.latest.remembering(request, profile_fn)))
+        self._replace_output(live)
         live.show()
         report = live.run(args.batch_size)
-        self.last_report = report
         if source_cell is not None and source_cell.cell_id:
             self.by_cell[source_cell.cell_id] = live
         if not args.no_watch:
             self.live = [p for p in self.live if p.widget.comm is not None] + [live]
         if output is not None:
-            entry.export(report, output, overwrite=True)
+            _write(report, output)
+
+    def _replace_output(self, live: LiveProfile) -> None:
+        """Close the widget that an earlier run of the running cell made (and stop serving it):
+        that run's outputs were cleared. Runs are told apart by their execution count."""
+        cell_id, run = running_cell_id(self.shell), self.shell.execution_count
+        if not cell_id:
+            return
+        previous_run, lives = self.by_output.get(cell_id, (run, []))
+        if previous_run != run:
+            for old in lives:
+                old.widget.close()
+            lives = []
+        self.by_output[cell_id] = (run, [*lives, live])
 
     def on_post_run_cell(self, result: Any) -> None:
         """Re-profile live widgets whose source cell just ran (unless --no-watch)."""
@@ -126,13 +150,8 @@ def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
     )
 
 
-def _show_error(message: str) -> None:
-    """A widget that only says what went wrong (no kernel side serves it)."""
-    from IPython.display import display
-
-    from skyline_nb.widget import SkylineWidget
-
-    display(SkylineWidget(error=message))
+def _write(report: Report, output: Path) -> None:
+    print(entry.wrote(entry.export(report, output, overwrite=True)))
 
 
 def _cell_of(fn: Any) -> SourceCell | None:
@@ -157,11 +176,11 @@ def load(ip: Any) -> None:
 
 
 def last_report() -> Report | None:
-    """The Report of the latest ``%skyline`` run in this kernel, or None."""
+    """The latest Report a ``%skyline`` widget showed in this kernel (re-profiles too), or None."""
     from IPython import get_ipython
 
     magics = getattr(get_ipython(), "_skyline_nb_magics", None)
-    return magics.last_report if magics is not None else None
+    return magics.latest.report if magics is not None else None
 
 
 __all__ = ["SkylineMagics", "last_report", "load"]

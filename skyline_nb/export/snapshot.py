@@ -4,7 +4,10 @@ The magic displays it as its own ``text/html`` output right after the widget, so
 cannot run the widget (GitHub, nbconvert — which renders a saved widget view through a CDN
 script, i.e. nothing offline — and notebooks reopened without widget state) still show the
 profile. The widget's stylesheet hides the ``.skyline-nb-snapshot`` output wherever the widget
-renders. It needs nothing: no script, no font, no network. Every user string (module names,
+renders; where it cannot (the kernel is gone and no widget state was saved, so JupyterLab finds no
+model for it), the snapshot's own style hides the widget output's "Error displaying widget" in
+its place and the snapshot stands alone, saying how to get the live widget back. It needs
+nothing: no script, no font, no network. Every user string (module names,
 device names) passes through ``html.escape``. The memory bar draws the categories the report
 carries, each in its own colour and with its own label.
 """
@@ -26,6 +29,16 @@ PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b
 # (label, value, colour or None for the next palette slot)
 Segment = tuple[str, float, str | None]
 
+# JupyterLab and Notebook 7 mark a widget output that found no model (or could not render) with
+# ``jupyter-widgets`` on the output node itself, which a rendered widget never has; such an
+# output right before a snapshot is hidden. Only trusted outputs keep a <style>: an untrusted
+# notebook shows no widget view in the first place.
+_HIDE_FAILED_WIDGET = (
+    "<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets)"
+    ":has(+ .jp-OutputArea-child .skyline-nb-snapshot) { display: none; }</style>"
+)
+RERUN = "Static snapshot: re-run this cell to get the live widget."
+
 
 def snapshot_html(report: dict[str, Any], error: str = "") -> str:
     """The whole static view of a ``Report.to_dict()`` (and of the widget's error, if any)."""
@@ -33,12 +46,12 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
         f'<div style="color:#c62828;white-space:pre-wrap">{escape(error)}</div>' if error else ""
     )
     if not report or "batch_size" not in report:
-        return (f'<div class="skyline-nb-snapshot">{problem}'
-                "<div>skyline_nb: no profile yet.</div></div>")
+        return (f'<div class="skyline-nb-snapshot">{_HIDE_FAILED_WIDGET}{problem}'
+                f"<div>skyline_nb: no profile yet. {RERUN}</div></div>")
     categories = Categories.from_json(report.get("categories"))
     parts = [
         '<div class="skyline-nb-snapshot" style="font-family:sans-serif;font-size:13px;'
-        f'max-width:{WIDTH}px">',
+        f'max-width:{WIDTH}px">' + _HIDE_FAILED_WIDGET,
         f"<div><b>Skyline profile</b> on {escape(report['device']['name'])} "
         f"({escape(report['device']['kind'])})</div>",
         "<div>" + escape(headline(report)) + "</div>",
@@ -47,8 +60,7 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
         _key_bars(report),
         _stacked("Run time", _time_segments(report, categories), format_ms),
         _stacked("Memory", _memory_segments(categories), format_bytes),
-        "<div style='color:#888'>Static snapshot: open the notebook in JupyterLab with "
-        "skyline_nb installed for the interactive widget.</div>",
+        f"<div style='color:#888'>{RERUN}</div>",
         "</div>",
     ]
     return "\n".join(parts)

@@ -6,9 +6,11 @@ import pytest
 from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
 
 import skyline_nb
 from skyline_nb import cells
+from skyline_nb.export.units import format_bytes
 
 PROVIDERS = '''import torch
 from torch import nn
@@ -113,6 +115,17 @@ def test_rerunning_the_source_cell_reprofiles_the_widget(ip):
     assert live.widget.status == ""
 
 
+def test_running_a_cell_again_closes_the_widget_its_last_run_made(ip):
+    run(ip, PROVIDERS, "cell-aa")
+    twice = "%skyline --no-predict\n%skyline --no-predict\n"
+    assert ip.run_cell(twice, store_history=True, cell_id="cell-ab").success
+    first = ip._skyline_nb_magics.live[-2:]
+    assert all(p.widget.comm is not None for p in first)  # one run keeps all it showed
+    assert ip.run_cell(twice, store_history=True, cell_id="cell-ab").success
+    assert all(p.widget.comm is None for p in first)  # its outputs were replaced
+    assert all(p.widget.comm is not None for p in ip._skyline_nb_magics.live[-2:])
+
+
 def test_batch_size_variable(ip):
     code = PROVIDERS.replace("def skyline_input_provider(batch_size=12):",
                              "batch_size = 10\n\n\ndef skyline_input_provider():")
@@ -138,6 +151,40 @@ def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
     assert run(ip, cell, "cell-l").success
     assert skyline_nb.last_report().batch_size == 7
     assert ip.rl_next_input == cell.replace("batch_size=12", "batch_size=7")
+
+
+def test_output_exports_the_profile_shown_while_its_providers_are_unchanged(ip, tmp_path):
+    run(ip, PROVIDERS, "cell-v")
+    assert run(ip, "%skyline --no-predict", "cell-w").success
+    shown = skyline_nb.last_report()
+    widgets = len(ip._skyline_nb_magics.live)
+    with capture_output() as out:
+        assert run(ip, f"%skyline --no-predict -o {tmp_path / 'p.html'}", "cell-x").success
+    assert skyline_nb.last_report() is shown  # exported, not profiled again
+    assert len(ip._skyline_nb_magics.live) == widgets and not out.outputs  # no second widget
+    size = format_bytes((tmp_path / "p.html").stat().st_size)
+    assert out.stdout == f"wrote {tmp_path / 'p.html'} ({size})\n"
+
+
+@pytest.mark.parametrize("change", [
+    "--reprofile",  # asked for
+    "--batch-size 5",  # another option
+    "redefine",  # a class the model provider uses, redefined in another cell
+])
+def test_output_profiles_again_when_something_changed(ip, tmp_path, change):
+    model_class = "from torch import nn\n\n\nclass Net(nn.Sequential):\n    pass\n"
+    run(ip, model_class, "cell-y")
+    run(ip, PROVIDERS.replace("    return nn.Sequential(", "    return Net("), "cell-z")
+    assert run(ip, "%skyline --no-predict", "cell-w").success
+    shown = skyline_nb.last_report()
+    if change == "redefine":
+        run(ip, model_class, "cell-y")
+    option = "" if change == "redefine" else change
+    with capture_output() as out:
+        assert run(ip, f"%skyline --no-predict {option} -o {tmp_path / 'r.json'}", "cell-x").success
+    assert skyline_nb.last_report() is not shown
+    assert out.stdout.endswith(f"wrote {tmp_path / 'r.json'} "
+                               f"({format_bytes((tmp_path / 'r.json').stat().st_size)})\n")
 
 
 def test_export_by_suffix(ip, tmp_path):
