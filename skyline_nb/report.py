@@ -274,6 +274,16 @@ class Report:
 
         return save_html(self.to_dict(), Path(path), title)
 
+    def to_dataframe(self, level: str = "module") -> Any:
+        """One row per module (or per op) as a ``pandas.DataFrame``.
+
+        A convenience for ``export.dataframe.to_dataframe``, imported here, not with this
+        module (pandas is optional: without it this raises ImportError saying so).
+        """
+        from skyline_nb.export.dataframe import to_dataframe
+
+        return to_dataframe(self, level)
+
     def save_sqlite(self, path: str | Path, kind: str = "time", *, overwrite: bool = False) -> Path:
         """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas).
 

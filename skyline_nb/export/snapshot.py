@@ -152,6 +152,9 @@ def _label(node: dict[str, Any]) -> str:
     return name if short == name else f"{short} ({name})"
 
 
+LEGEND_ENTRIES = 8  # the largest parts by size; the bar's tooltips name every one
+
+
 def _memory_segments(categories: Categories) -> list[Segment]:
     """One segment per category the report carries, in its colour, labelled as it says."""
     return [(spec.label, float(categories[spec.key]), spec.color) for spec in categories.specs]
@@ -174,7 +177,7 @@ def _stacked(title: str, segments: list[Segment], fmt: Any) -> str:
         x += width
     legend = " · ".join(
         f"{escape(name)} {escape(fmt(value))}" for name, value, _ in sorted(
-            segments, key=lambda s: -abs(s[1]))[:6]
+            (s for s in segments if s[1] != 0), key=lambda s: -abs(s[1]))[:LEGEND_ENTRIES]
     )
     return (
         f"<div style='margin-top:6px'><b>{escape(title)}</b></div>"
