@@ -173,6 +173,8 @@ class Report:
     categories: Categories = field(default_factory=Categories.of)  # memory at the peak
     peak_place: PeakPlace | None = None
     total_flops: int = 0  # of one iteration: forward, backward and optimizer
+    # tracked bytes over the memory run, in op order: [phase, op path, bytes] (for traces)
+    memory_timeline: list[list[Any]] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     models: PerformanceModels | None = None
     sources: list[SourceFile] = field(default_factory=list)
@@ -229,6 +231,7 @@ class Report:
                     BatchSizeSource(**data["source"]) if data.get("source") is not None else None
                 ),
                 total_flops=int(data.get("total_flops", 0)),
+                memory_timeline=[list(entry) for entry in data.get("memory_timeline", [])],
                 instrumented_ms=data.get("instrumented_ms"),
                 untracked_ms=float(data.get("untracked_ms", 0.0)),
                 warnings=list(data.get("warnings", [])),

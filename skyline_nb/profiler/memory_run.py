@@ -35,6 +35,7 @@ class MemoryRun:
     peak: PeakSnapshot
     flops: FlopTracker
     value: Any
+    timeline: list[tuple[str, int | None, int]]  # (phase, op index, tracked bytes) per op
 
 
 def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs) -> MemoryRun:
@@ -65,7 +66,7 @@ def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inpu
     finally:
         tracker.close()
     ops.finish()
-    return MemoryRun(ops, saved, peak, flops, value)
+    return MemoryRun(ops, saved, peak, flops, value, tracker.timeline)
 
 
 @contextmanager
@@ -88,3 +89,26 @@ def by_op_of(
         result[target_index] = result.get(target_index, 0) + nbytes
     return result
 
+
+
+TIMELINE_POINTS = 256
+
+
+def memory_timeline(run: MemoryRun, points: int = TIMELINE_POINTS) -> list[list[Any]]:
+    """The tracked bytes over the memory run as at most ``points`` [phase, op path, bytes]
+    entries in order: the op sequence cut into equal runs, each kept as its highest point (so
+    the peak is always among them). Op paths are as the tree names its op leaves."""
+    timeline = run.timeline
+    size = max(1, -(-len(timeline) // points))
+    kept = []
+    for start in range(0, len(timeline), size):
+        phase, index, live = max(timeline[start:start + size], key=lambda entry: entry[2])
+        kept.append([phase, _op_path(run.ops, index), live])
+    return kept
+
+
+def _op_path(ops: OperationTracker, index: int | None) -> str:
+    if index is None:
+        return ""
+    record = ops.records[index]
+    return f"{record.module}/{record.key}" if record.module else record.key

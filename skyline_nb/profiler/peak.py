@@ -100,6 +100,8 @@ class PeakTracker(DispatchMode):
         self.optimizers: list[Any] = []  # seen stepping
         # (phase, module path) -> [tracked bytes before its first op, highest since]
         self._module_live: dict[tuple[str, str], list[int]] = {}
+        # (phase, forward op index or None, tracked bytes) after every op, in order
+        self.timeline: list[tuple[str, int | None, int]] = []
         for category, tensor in start:
             self._adopt(category, tensor)
         self._note_peak()
@@ -175,9 +177,10 @@ class PeakTracker(DispatchMode):
         """The module whose op just ran (forward, or its backward), and its ancestors: the
         tracked bytes before their first op in this phase and the highest since."""
         phase = self._phase()
-        if self.where is None or phase == OPTIMIZER:
+        if self.where is None:
             return
-        place = self.where()
+        place = self.where() if phase != OPTIMIZER else None
+        self.timeline.append((phase, None if place is None else place[0], self.live))
         if place is None:
             return
         path = place[1]

@@ -42,7 +42,7 @@ from skyline_nb.profiler.memory import (
     tensor_bytes,
     unique_parameters,
 )
-from skyline_nb.profiler.memory_run import by_op_of, memory_run
+from skyline_nb.profiler.memory_run import by_op_of, memory_run, memory_timeline
 from skyline_nb.profiler.operations import OperationTracker, merge_median
 from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
@@ -247,6 +247,7 @@ def _instrumented(
         categories=categories,
         peak_place=_peak_place(run.peak),
         total_flops=run.flops.total,
+        memory_timeline=memory_timeline(run),
         sources=user_code.sources(files),
         instrumented_ms=ops.wall_ms,
         untracked_ms=untracked_ms,
