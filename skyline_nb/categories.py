@@ -118,20 +118,23 @@ class CategorySpec:
 # right, then the single-segment ones together, largest first.
 # Bytes are those alive at the peak (``profiler/peak.py``): gradients only those computed by
 # then, activations the forward outputs still alive, split over the modules that created them.
+# Categories split over the tree take their modules' colours (plain for activations, striped
+# for parameters); every other one is hatched in a colour of its own, outside the modules'
+# palette, so a module's segment never reads as one of them.
 CATEGORIES: tuple[CategorySpec, ...] = (
     CategorySpec(Category.WEIGHTS, "parameters", False, "#4e79a7", Texture.STRIPES,
                  node_field="weight_bytes", parameter_field="bytes"),
     CategorySpec(Category.ACTIVATIONS, "activations", True, "#f28e2b",
                  node_field="peak_activation_bytes"),
-    CategorySpec(Category.GRADS, "gradients", False, "#76b7b2"),
-    CategorySpec(Category.BUFFERS, "buffers", False, "#9c755f"),
-    CategorySpec(Category.OPTIMIZER, "optimizer state", False, "#7e57c2",
+    CategorySpec(Category.GRADS, "gradients", False, "#2a9d8f", Texture.HATCH),
+    CategorySpec(Category.BUFFERS, "buffers", False, "#6d597a", Texture.HATCH),
+    CategorySpec(Category.OPTIMIZER, "optimizer state", False, "#7e57c2", Texture.HATCH,
                  node_kind=NodeKind.OPTIMIZER),
-    CategorySpec(Category.INPUTS, "inputs", True, "#edc948"),
-    CategorySpec(Category.BACKWARD_TEMPORARIES, "backward temporaries", True, "#e15759",
-                 Texture.STRIPES),
-    CategorySpec(Category.OPTIMIZER_TEMPORARIES, "optimizer temporaries", False, "#b07aa1",
-                 Texture.STRIPES),
+    CategorySpec(Category.INPUTS, "inputs", True, "#c9a227", Texture.HATCH),
+    CategorySpec(Category.BACKWARD_TEMPORARIES, "backward temporaries", True, "#c44536",
+                 Texture.HATCH),
+    CategorySpec(Category.OPTIMIZER_TEMPORARIES, "optimizer temporaries", False, "#8e6c8a",
+                 Texture.HATCH),
     CategorySpec(Category.KERNEL_WORKSPACE, "kernel workspace", True, "#d4a6c8",
                  Texture.HATCH),
     CategorySpec(Category.UNTRACKED, "other", False, "#8a8a8a", Texture.HATCH,

@@ -38,7 +38,7 @@ describe("a category added in Python only", () => {
   test("its tooltip names it", () => {
     view = mount({ report });
     memorySeg(view, "staging").dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
-    expect(view.q("tooltip").querySelector(".sk-tooltip-title").textContent).toContain("\u2014 staging copies");
+    expect(view.q("tooltip").querySelector(".sk-tooltip-title").textContent).toBe("staging copies"); // named once
   });
 
   test("it grows with the batch, and the bar still adds up to the predicted peak", () => {
@@ -56,7 +56,7 @@ describe("the default categories", () => {
   test("the legend names what the report holds bytes of, in its order", () => {
     view = mount({ report: loadReport("large") });
     expect(legendItems(view).map((e) => e.textContent)).toEqual(["parameters", "activations", "gradients", "optimizer state", "other"]);
-    expect(legendItems(view).map((e) => e.dataset.texture)).toEqual(["stripes", "plain", "plain", "plain", "hatch"]);
+    expect(legendItems(view).map((e) => e.dataset.texture)).toEqual(["stripes", "plain", "hatch", "hatch", "hatch"]);
     // Colours of categories split over modules name the modules, not the category.
     expect(legendItems(view)[0].style.getPropertyValue("--sk-swatch")).toBe("");
   });
