@@ -20,8 +20,12 @@ if TYPE_CHECKING:
 # Skyline's names, then those of its successor DeepView: skyline_model_provider, ...
 PREFIXES = ("skyline_", "deepview_")
 ROLES = ("model", "input", "iteration")
-# Checked in order: the first suffix the file name ends with decides the format.
-EXPORT_KINDS = {".memory.sqlite": "memory", ".sqlite": "time", ".json": "json", ".html": "html"}
+# Checked in order: the first suffix the file name ends with decides the format, so a name
+# ending in .trace.json is a Chrome trace and any other .json name the report.
+EXPORT_KINDS = {
+    ".memory.sqlite": "memory", ".sqlite": "time", ".trace.json": "trace", ".json": "json",
+    ".html": "html",
+}
 _SIZE_UNITS = {
     "": 1, "b": 1,
     "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40,
@@ -85,11 +89,14 @@ def parse_size(text: str) -> int:
 
 
 def export_kind(path: Path) -> str:
-    """'time', 'memory', 'json' or 'html' by the file name (see ``EXPORT_KINDS``)."""
+    """'time', 'memory', 'trace', 'json' or 'html' by the file name (see ``EXPORT_KINDS``)."""
     name = path.name.lower()
     kind = next((k for suffix, k in EXPORT_KINDS.items() if name.endswith(suffix)), None)
     if kind is None:
-        raise UsageError(f"{path}: use a .sqlite, .memory.sqlite, .json or .html file name")
+        raise UsageError(
+            f"{path}: use a .sqlite, .memory.sqlite, .json or .html file name "
+            "(or .trace.json for a Chrome trace)"
+        )
     return kind
 
 
@@ -103,13 +110,16 @@ def wrote(path: Path) -> str:
 def export(report: Report, path: Path, kind: str | None = None, *, overwrite: bool) -> Path:
     """Write ``report`` to ``path`` as ``kind`` (default: ``export_kind(path)``).
 
-    Kinds: Skyline's ``time`` or ``memory`` SQLite report, the versioned ``json``, the offline
-    ``html`` page. Raises FileExistsError when ``path`` exists and ``overwrite`` is false.
+    Kinds: Skyline's ``time`` or ``memory`` SQLite report, the versioned ``json``, a Chrome
+    ``trace`` of the instrumented iteration, the offline ``html`` page. Raises FileExistsError
+    when ``path`` exists and ``overwrite`` is false.
     """
     kind = kind or export_kind(path)
     if kind == "json":
         report.to_json(path, overwrite=overwrite)
         return path
+    if kind == "trace":
+        return report.to_chrome_trace(path, overwrite=overwrite)
     if kind == "html":
         from skyline_nb.export import refuse_existing
         from skyline_nb.export.html import save_html

@@ -57,8 +57,9 @@ class SkylineMagics(Magics):
     @argument("--no-watch", action="store_true",
               help="do not re-profile when the source cell runs again")
     @argument("-o", "--output", metavar="PATH",
-              help="export, replacing the file: .sqlite (time), .memory.sqlite, .json or .html, "
-                   "by suffix; the profile already shown when its providers are unchanged")
+              help="export, replacing the file, by suffix: .sqlite (time), .memory.sqlite, .json "
+                   "(the report), .trace.json (a Chrome trace for Perfetto) or .html; the profile "
+                   "already shown when its providers are unchanged")
     @argument("--reprofile", action="store_true",
               help="with -o: profile again even when the profile shown is up to date")
     @no_var_expand

@@ -287,6 +287,17 @@ class Report:
 
         return to_dataframe(self, level)
 
+    def to_chrome_trace(self, path: str | Path, *, overwrite: bool = True) -> Path:
+        """Write the instrumented iteration as Chrome trace-event JSON (Perfetto, chrome://tracing).
+
+        Start times are laid out from the measured durations in execution order, not recorded
+        (the rules: ``export.trace``). A convenience for ``export.trace.save_chrome_trace``,
+        imported here, not with this module; written atomically.
+        """
+        from skyline_nb.export.trace import save_chrome_trace
+
+        return save_chrome_trace(self, path, overwrite=overwrite)
+
     def save_sqlite(self, path: str | Path, kind: str = "time", *, overwrite: bool = False) -> Path:
         """Write Skyline's ``time`` or ``memory`` SQLite report (exact schemas).
 

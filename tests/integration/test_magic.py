@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from IPython import get_ipython
 from IPython.core.error import UsageError
@@ -11,6 +13,7 @@ from IPython.utils.capture import capture_output
 import skyline_nb
 from skyline_nb import cells
 from skyline_nb.export.units import format_bytes
+from skyline_nb.report import SCHEMA_VERSION
 
 PROVIDERS = '''import torch
 from torch import nn
@@ -189,9 +192,13 @@ def test_output_profiles_again_when_something_changed(ip, tmp_path, change):
 
 def test_export_by_suffix(ip, tmp_path):
     run(ip, PROVIDERS, "cell-m")
-    for name in ("t.sqlite", "m.memory.sqlite", "r.json", "p.html"):
+    for name in ("t.sqlite", "m.memory.sqlite", "r.json", "c.trace.json", "p.html"):
         assert run(ip, f"%skyline --no-predict --no-watch -o {tmp_path / name}", "cell-n").success
         assert (tmp_path / name).stat().st_size > 0
+    trace = json.loads((tmp_path / "c.trace.json").read_text())
+    assert {e["ph"] for e in trace["traceEvents"]} == {"M", "X", "C"}
+    assert "not recorded timestamps" in trace["metadata"]["timing"]
+    assert json.loads((tmp_path / "r.json").read_text())["schema_version"] == SCHEMA_VERSION
     result = run(ip, f"%skyline --no-predict -o {tmp_path / 'x.txt'}", "cell-o")
     assert isinstance(result.error_in_exec, UsageError)
 
