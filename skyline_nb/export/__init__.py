@@ -1,12 +1,14 @@
-"""Exports: files that are views of a Report (Skyline's SQLite reports, JSON, an HTML page).
+"""Exports: views of a Report (Skyline's SQLite reports, JSON, an HTML page, a Chrome/Perfetto
+trace, a pandas DataFrame).
 
 Exporters take the report and import nothing that imports them back (``report.py`` imports them
-only inside its convenience methods). The SQLite reports (``sqlite.py``) and the JSON
-(``Report.to_json``) are written through :func:`atomic_output`, so a crash or Ctrl-C halfway
-through never leaves a truncated report where a reader (or Skyline's own tooling) would take it
-for a whole one, and an existing file is only replaced when the caller asked for that. The HTML
-page (``html.py``) is written in place and replaces an existing file. ``snapshot.py`` and
-``units.py`` make text for the notebook's static output, not files.
+only inside its convenience methods). The SQLite reports (``sqlite.py``), the JSON
+(``Report.to_json``) and the trace (``trace.py``) are written through :func:`atomic_output`, so
+a crash or Ctrl-C halfway through never leaves a truncated file where a reader (or Skyline's
+own tooling) would take it for a whole one, and an existing file is only replaced when the
+caller asked for that. The HTML page (``html.py``) is written in place and replaces an existing
+file. ``dataframe.py`` builds a DataFrame in memory; ``snapshot.py`` and ``units.py`` make text
+for the notebook's static output, not files.
 """
 
 from __future__ import annotations
