@@ -66,6 +66,30 @@ export function formatBytes(bytes) {
   });
 }
 
+const SI = ["", "k", "M", "G", "T", "P", "E"];
+
+/**
+ * A count or rate in SI prefixes (powers of 1000), with an optional unit: "850", "1.23 k",
+ * formatSi(4.56e10, "FLOP/s") -> "45.6 GFLOP/s". Values under 1 keep two decimals ("0.25").
+ */
+export function formatSi(value, unit = "") {
+  if (!isNumber(value)) return EMPTY;
+  return signed(value, (v) => {
+    let prefix = 0;
+    while (v >= 1000 && prefix < SI.length - 1) {
+      v /= 1000;
+      prefix += 1;
+    }
+    // sig3 may round 999.6 up to "1000"; promote so the number stays < 1000.
+    if (Math.round(v) >= 1000 && prefix < SI.length - 1) {
+      v /= 1000;
+      prefix += 1;
+    }
+    const suffix = `${SI[prefix]}${unit}`;
+    return suffix ? `${sig3(v)} ${suffix}` : sig3(v);
+  });
+}
+
 /** Samples per second: "1,234 samples/s", "98.7 samples/s", "1.23 samples/s". */
 export function formatThroughput(samplesPerS) {
   if (!isNumber(samplesPerS)) return samplesPerS === Infinity ? "\u221e samples/s" : EMPTY;

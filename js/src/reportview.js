@@ -13,6 +13,7 @@ import { groupRepeatedOps, groupTooltipLines } from "./group.js";
 import { segmentLines } from "./lines.js";
 import { createPeakNote } from "./peaknote.js";
 import { Predictor } from "./predict.js";
+import { createRooflinePlot, deviceRoof, FLOP_FIELDS, flopsText, nodeFlops } from "./roofline.js";
 import { fraction } from "./scale.js";
 import {
   applyScale, indexTree, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, scaleFor, timeSegments, VIEW_KIND,
@@ -28,7 +29,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const predictor = new Predictor(report.models);
   const categories = drawnCategories(report);
   // The drawn tree: repeated calls of an op in a module are one group node (group.js).
-  const index = indexTree(groupRepeatedOps(report.tree, categories.flatMap((c) => c.nodeFields)));
+  const index = indexTree(groupRepeatedOps(report.tree, [...categories.flatMap((c) => c.nodeFields), ...FLOP_FIELDS]));
   const nav = new Navigator(index);
   if (drillPath) nav.drill(drillPath);
   const measured = Number(report.batch_size);
@@ -48,6 +49,11 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     legend: categories.filter((c) => c.bytes !== 0),
   });
   const peakNote = createPeakNote({ report });
+  // The roofline needs the device's peaks (0 when not measured) and work that has FLOPs.
+  const roof = deviceRoof(report);
+  const nodes = [...index.byPath.values()];
+  const roofline = roof && nodes.some((n) => nodeFlops(n) > 0)
+    ? createRooflinePlot({ ...breakdownOpts, roof, nodes, measuredBatch: measured, onHover: (s, e, move) => hover(s, "time", e, move) }) : null;
   const navView = createNav({
     signal,
     onBack: () => go(() => nav.back()),
@@ -63,7 +69,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const root = h("div", { class: "sk-report" }, [
     h("div", { class: "sk-main" }, [
       bars.el,
-      h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el, peakNote.el]),
+      h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el, peakNote.el, roofline?.el]),
     ]),
     notice.el,
     code.el,
@@ -76,11 +82,12 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   function showLevel() {
     const node = nav.current;
     levels = { time: timeSegments(report, index, node), memory: memorySegments(report, index, node) };
-    applyScale(levels.time, scale);
-    applyScale(levels.memory, scale);
+    rescale();
     styleOf = assignStyles([levels.time, levels.memory], categories);
     timeView.setLevel(levels.time, styleOf);
     memView.setLevel(levels.memory, styleOf);
+    // The plot's points: the level's time segments, and the parts an "other" segment holds.
+    roofline?.setLevel(levels.time.segments.flatMap((s) => (s.parts || [s]).map((segment) => ({ segment, drawnAs: s }))), styleOf);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
     peakNote.update(scale);
@@ -95,8 +102,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   function preview(next) {
     batch = next;
     scale = scaleFor(report, predictor, batch);
-    applyScale(levels.time, scale);
-    applyScale(levels.memory, scale);
+    rescale();
     if (levels.memory.relayout) memView.setLevel(levels.memory, styleOf);
     timeView.update(levels.time, scale.predicted);
     memView.update(levels.memory, scale.predicted);
@@ -104,6 +110,13 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
     actions.update();
     if (hovered && !tooltip.el.hidden) tooltip.show(tooltipLines(hovered.segment, hovered.kind), lastPointer.x, lastPointer.y);
+  }
+
+  /** Both levels at the current scale, and the time parts of "other" segments (a roofline point can show one). */
+  function rescale() {
+    applyScale(levels.time, scale);
+    applyScale(levels.memory, scale);
+    applyScale({ segments: levels.time.segments.flatMap((s) => s.parts || []) }, scale);
   }
 
   async function commit(next) {
@@ -138,6 +151,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     const paths = linkedPaths(segment);
     timeView.highlight(paths);
     memView.highlight(paths);
+    roofline?.highlight(paths);
     code.highlight(linesOf(segment));
   }
 
@@ -158,6 +172,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     tooltip.hide();
     timeView.highlight(null);
     memView.highlight(null);
+    roofline?.highlight(null);
     code.highlight(null);
   }
 
@@ -169,6 +184,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     }
     timeView.highlight(paths);
     memView.highlight(paths);
+    roofline?.highlight(paths);
   }
 
   function tooltipLines(s, kind) {
@@ -185,6 +201,11 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
       const f = (s.node.forward_ms || 0) * scale.timeFactor;
       const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;
       lines.push({ text: `forward ${formatMs(f)} \u00b7 backward ${b === null ? "none" : formatMs(b)}` });
+      // Measured, also while a drag predicts another batch size: the FLOPs would grow with the
+      // batch but the bytes moved would not all (weights), so the share of the roof cannot be
+      // predicted from the report (roofline.js); the values say which batch they are of.
+      const flops = flopsText(s.node, roof);
+      if (flops) lines.push({ class: "sk-tooltip-flops", text: scale.predicted ? `${flops} (measured batch)` : flops });
     }
     if (kind === "memory" && s.node && s.kind === NODE_KIND.MODULE) {
       const adds = [["forward", s.node.forward_peak_bytes], ["backward", s.node.backward_peak_bytes]]
