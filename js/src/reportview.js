@@ -192,7 +192,8 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     const format = kind === "time" ? formatMs : formatBytes;
     const where = nodeLabel(nav.current);
     const title = s.node && s.kind === NODE_KIND.MODULE ? `${s.name} (${s.typeName})` : s.name;
-    const lines = [{ text: kind === "memory" ? `${title} \u2014 ${s.spec?.label ?? s.category}` : title }];
+    const label = s.spec?.label ?? s.category;
+    const lines = [{ text: kind === "memory" && title !== label ? `${title} \u2014 ${label}` : title }];
     // A share of the drawn bar (the positive segments), so a part is never more than 100 % of
     // the whole even when a negative remainder (listed beside the bar) lowers the total.
     lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.positive))} of ${where}` });
