@@ -6,6 +6,9 @@ folder first on ``sys.path``, so its sibling imports work) and must define the t
 named ``skyline_*`` or, as Skyline's successor DeepView named them, ``deepview_*`` (``entry``'s
 rules, shared with the ``%skyline`` magic; the options are in ``cli_args``).
 
+While it profiles, a progress line goes to stderr (rewritten in place on a terminal, a line per
+stage elsewhere; ``--quiet`` turns it off).
+
 Exit codes: 0 done; 1 the user's code or the profiler failed; 2 usage errors (bad arguments,
 missing ENTRY or providers, an existing output without ``--force``), as argparse does; 130 on
 Ctrl-C. Errors are one line on stderr, without our traceback (``--debug`` shows it); when the user's
@@ -32,6 +35,7 @@ from typing import TYPE_CHECKING
 from skyline_nb.cli_args import build_parser
 from skyline_nb.entry import Providers, UsageError, export, find_providers
 from skyline_nb.export.units import format_bytes, format_ms, format_throughput
+from skyline_nb.textprogress import TextProgress
 
 if TYPE_CHECKING:
     from skyline_nb.report import Report
@@ -140,10 +144,14 @@ def run_entry(entry: Path) -> Providers:
 
 
 def _profile(providers: Providers, args: argparse.Namespace, root: Path) -> Report:
+    """Profile, with a progress line on stderr unless ``--quiet`` (``textprogress``)."""
     from skyline_nb import profile  # looked up at call time: tests stand in for it
 
-    return profile(*providers, batch_size=args.batch_size, device=args.device,
-                   predict=args.predict, project_root=root, memory_budget=args.memory_budget)
+    line = contextlib.nullcontext() if args.quiet else TextProgress(sys.stderr)
+    with line as progress:
+        return profile(*providers, batch_size=args.batch_size, device=args.device,
+                       predict=args.predict, project_root=root,
+                       memory_budget=args.memory_budget, progress=progress)
 
 
 def _summary(report: Report, command: str, output: Path) -> str:

@@ -75,6 +75,7 @@ def _add_common(command: argparse.ArgumentParser, *, predicts: bool) -> None:
         help="only frames in files under DIR are kept (default: ENTRY's folder)")
     add("-f", "--force", action="store_true", help="overwrite the output if it exists")
     add("--debug", action="store_true", help="show full tracebacks for failures")
+    add("-q", "--quiet", action="store_true", help="no progress line on stderr while profiling")
     if predicts:
         add("--no-predict", dest="predict", action="store_false",
             help="skip sampling more batch sizes and fitting the models")

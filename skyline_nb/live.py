@@ -1,9 +1,16 @@
 """A live profile: one widget bound to the user's providers and the cell that defines them.
 
 The magic creates one ``LiveProfile`` per ``%skyline`` run. It owns the widget's kernel side:
-profiling (with progress in the ``status`` trait and errors in ``error``), serving the front end,
-and re-profiling when the source cell runs again. Only this module and ``magic.py`` join the
-profiler to the widget; neither knows how the other works inside.
+profiling (what it does in the ``status`` trait, each stage in ``progress``, errors in ``error``),
+serving the front end, and re-profiling when the source cell runs again. Only this module and
+``magic.py`` join the profiler to the widget; neither knows how the other works inside.
+
+The kernel is busy while it profiles, yet trait changes reach the front end at once (they are
+sent, not read), so the progress shows live. Stopping a run is a kernel interrupt (the widget's
+Cancel asks the notebook for one): the KeyboardInterrupt leaves the user's state as it was (the
+profiler's isolation) and the widget says "Cancelled" (``progress`` ``{"cancelled": True}``).
+In an IPython without a kernel (a terminal) there is no widget to see: the progress is a text
+line on stdout instead (``textprogress``).
 
 The front end reaches the kernel two ways, named in ``js/shared/protocol.js``:
 
@@ -13,22 +20,30 @@ The front end reaches the kernel two ways, named in ``js/shared/protocol.js``:
   batch size in the cell's text as it is now; the kernel is the one authority on where the
   literal is and what replaces it);
 * ``{"kind": ...}`` messages that only start work, whose results come back in traits:
-  ``reprofile`` and ``measure``.
+  ``reprofile`` and ``measure``; the work runs on the kernel's main thread, where the user's
+  cells run and an interrupt lands (``mainthread``), whatever thread delivered the message.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import traitlets
 from anywidget.experimental import command
 
 from skyline_nb import cells
 from skyline_nb import source as source_edit
 from skyline_nb.export.snapshot import snapshot_html
+from skyline_nb.mainthread import on_main_thread
+from skyline_nb.profiler.progress import Progress
 from skyline_nb.report import BatchSizeSource, Report
+from skyline_nb.textprogress import TextProgress
 from skyline_nb.widget import SkylineWidget
 
 
@@ -55,7 +70,14 @@ class SourceCell:
 
 
 class LiveWidget(SkylineWidget):
-    """A ``SkylineWidget`` that a ``LiveProfile`` serves: it answers the front end's commands."""
+    """A ``SkylineWidget`` that a ``LiveProfile`` serves: it answers the front end's commands.
+
+    ``progress``: while a profile runs, the stage that started last, ``{stage, done (0..1),
+    elapsed_s, remaining_s (None until estimated)}``; after a run stopped by an interrupt,
+    ``{cancelled: True, stage, elapsed_s}``; ``{}`` otherwise.
+    """
+
+    progress = traitlets.Dict().tag(sync=True)
 
     def __init__(self, profile: LiveProfile) -> None:
         super().__init__(live=True)
@@ -126,31 +148,57 @@ class LiveProfile:
         if batch_size is None and self.request.batch_size_var:
             batch_size = _int_variable(self.request.namespace, self.request.batch_size_var)
         self.widget.error = ""
-        self.widget.status = "Profiling one training iteration" + (
-            f" at batch size {batch_size}…" if batch_size else "…"
-        )
+        status = "Profiling one training iteration" + (
+            f" at batch size {batch_size}…" if batch_size else "…")
         try:
-            report = self._profile_fn(
-                model_p, input_p, iteration_p,
-                batch_size=batch_size,
-                device=self.request.device,
-                predict=self.request.predict,
-                memory_budget=self.request.memory_budget,
-                project_root=self.request.project_root,
-            )
+            with self._working(status), _text_line() as text:
+                report = self._profile_fn(
+                    model_p, input_p, iteration_p, batch_size=batch_size,
+                    device=self.request.device, predict=self.request.predict,
+                    memory_budget=self.request.memory_budget,
+                    project_root=self.request.project_root, progress=self._show_progress(text),
+                )
+                report.source = self._locate(report.batch_size)
+                self.report = report
+                self.widget.selected_batch_size = None
+                self.widget.report = report.to_dict()
+                self.widget.edit_target = _edit_target(report.source)
         except BaseException as exc:
-            self.widget.status = ""
-            self.widget.error = _readable(exc)
+            if not isinstance(exc, KeyboardInterrupt):  # an interrupt is "Cancelled", no error
+                self.widget.error = _readable(exc)
             self._refresh_outputs()
             raise
-        report.source = self._locate(report.batch_size)
-        self.report = report
-        self.widget.selected_batch_size = None
-        self.widget.report = report.to_dict()
-        self.widget.edit_target = _edit_target(report.source)
-        self.widget.status = ""
         self._refresh_outputs()
         return report
+
+    @contextlib.contextmanager
+    def _working(self, status: str) -> Iterator[None]:
+        """The kernel works for the widget: ``status`` shows meanwhile, and an interrupt leaves
+        "cancelled" in ``progress``, with the stage it stopped in and the time it ran."""
+        self.widget.progress = {}
+        self.widget.status = status
+        started, after = time.perf_counter(), {}
+        try:
+            yield
+        except KeyboardInterrupt:
+            stage = self.widget.progress.get("stage") or status.rstrip("…").lower()
+            after = {"cancelled": True, "stage": stage,
+                     "elapsed_s": time.perf_counter() - started}
+            raise
+        finally:
+            self.widget.status = ""
+            self.widget.progress = after
+
+    def _show_progress(self, text: TextProgress | None) -> Callable[[Progress], None]:
+        """The profiler's ``progress=`` callback: the widget's trait, and the text line if any."""
+        def show(progress: Progress) -> None:
+            self.widget.progress = {"stage": progress.stage, "done": progress.done,
+                                    "elapsed_s": progress.elapsed_s,
+                                    "remaining_s": progress.remaining_s}
+            if text is not None:
+                text(progress)
+
+        return show
 
     def _locate(self, batch_size: int) -> BatchSizeSource:
         if self.cell is None:
@@ -194,15 +242,19 @@ class LiveProfile:
 
     # ---- front-end messages -------------------------------------------------------------
     def _on_msg(self, _widget: Any, content: dict[str, Any], _buffers: Any) -> None:
-        """Start the work a ``{"kind": ...}`` message asks for; other messages (anywidget's own
-        commands among them) are not for this handler."""
+        """Start the work a ``{"kind": ...}`` message asks for, on the kernel's main thread
+        (``mainthread``); other messages (anywidget's own commands among them) are not for this
+        handler."""
         handler = self._handlers.get(content.get("kind")) if isinstance(content, dict) else None
-        if handler is None:
-            return
+        if handler is not None:
+            on_main_thread(lambda: self._work(handler, content))
+
+    def _work(self, handler: Callable[[dict[str, Any]], None], content: dict[str, Any]) -> None:
         try:
             handler(content)
+        except KeyboardInterrupt:  # Cancel: the widget says so; the kernel goes on serving
+            return
         except Exception as exc:  # shown in the widget; the comm must survive
-            self.widget.status = ""
             self.widget.error = _readable(exc)
 
     def locate_edit(self, msg: Any) -> dict[str, Any]:
@@ -225,15 +277,12 @@ class LiveProfile:
 
         size = int(content["batch_size"])
         model_p, input_p, iteration_p = self._providers()
-        self.widget.status = f"Measuring at batch size {size}…"
-        try:
+        with self._working(f"Measuring at batch size {size}…"):
             sample = measure_iteration(
                 model_p, input_p, iteration_p, size, self.request.device,
                 memory_budget=self.request.memory_budget, project_root=self.request.project_root,
                 cells=cells.lookup,
             )
-        finally:
-            self.widget.status = ""
         self.widget.measurement = {
             "batch_size": sample.batch_size, "iteration_ms": sample.iteration_ms,
             "peak_bytes": sample.peak_bytes,
@@ -248,8 +297,8 @@ class LiveProfile:
         self.cell = SourceCell(cell_id, code, self.cell.file)
         try:
             self.run()
-        except Exception:
-            return True  # the error is in the widget; the user's cell itself succeeded
+        except (Exception, KeyboardInterrupt):
+            return True  # the widget shows the error or "Cancelled"; the user's cell succeeded
         return True
 
     def on_cell_failed(self, cell_id: str | None, exc: BaseException | None) -> None:
@@ -311,11 +360,22 @@ def _int_variable(namespace: dict[str, Any], name: str) -> int:
     return value
 
 
+def _text_line() -> contextlib.AbstractContextManager[TextProgress | None]:
+    """A progress line on stdout in an IPython without a kernel (a terminal), where the widget
+    cannot show; elsewhere none."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is not None:
+        return contextlib.nullcontext()
+    return TextProgress(sys.stdout, prefix="")
+
+
 def _readable(exc: BaseException) -> str:
     from skyline_nb.profiler.stacks import is_user_file
 
     if isinstance(exc, KeyboardInterrupt):
-        return "Profiling was interrupted."
+        return "interrupted"
     if isinstance(exc, SyntaxError):  # its str() names the kernel's temporary file
         return f"{type(exc).__name__}: {exc.msg}" + (f", line {exc.lineno}" if exc.lineno else "")
     text = f"{type(exc).__name__}: {exc}"

@@ -1,10 +1,12 @@
 // skyline-nb companion plugin for JupyterLab 4 and Notebook 7: answers the skyline widget's
 // events (js/shared/protocol.js) on the notebook's cells, by cell id, and applies the kernel's
-// batch-size edits with the one front-end writer (js/shared/cells.js `writeEdit`). No runtime
-// dependency: the app is reached through `app.shell`.
+// batch-size edits with the one front-end writer (js/shared/cells.js `writeEdit`); interrupts
+// and watches the kernel of the widget's own notebook. No runtime dependency: the app is
+// reached through `app.shell`.
 import { invalidEdit, textOf, writeEdit } from "../shared/cells.js";
 import { EVENTS } from "../shared/protocol.js";
 import { findCell, findCellBySource } from "./edit.js";
+import { interrupt, panelOf, statusOf, watch } from "./kernel.js";
 
 function mainAreaWidgets(shell) {
   const widgets = typeof shell.widgets === "function" ? [...shell.widgets("main")] : [];
@@ -67,6 +69,28 @@ function findBySource(widgets, target, source) {
   return found.cell ? { cellId: found.cell.id } : { error: found.error };
 }
 
+// The widget's own notebook panel for a kernel event, claimed (preventDefault) when found.
+function claimPanel(app, event) {
+  if (event.defaultPrevented || !event.detail || typeof event.detail !== "object") return null;
+  const panel = panelOf(mainAreaWidgets(app.shell), event.target);
+  if (panel) event.preventDefault();
+  return panel;
+}
+
+function onInterrupt(app, event) {
+  const panel = claimPanel(app, event);
+  if (panel) event.detail.result = interrupt(panel);
+}
+
+function onWatch(app, event) {
+  const onStatus = event.detail?.onStatus;
+  if (typeof onStatus !== "function") return;
+  const panel = claimPanel(app, event);
+  if (!panel) return;
+  event.detail.status = statusOf(panel);
+  event.detail.unwatch = watch(panel, onStatus);
+}
+
 const plugin = {
   id: "skyline-nb:edit-source",
   description: "Applies skyline_nb widget edits (the batch size) to the notebook cell source.",
@@ -76,6 +100,8 @@ const plugin = {
     document.addEventListener(EVENTS.EDIT, (event) => onEditSource(app, event));
     document.addEventListener(EVENTS.READ, answering(app, "cellId", readSource));
     document.addEventListener(EVENTS.FIND, answering(app, "source", findBySource));
+    document.addEventListener(EVENTS.INTERRUPT, (event) => onInterrupt(app, event));
+    document.addEventListener(EVENTS.WATCH, (event) => onWatch(app, event));
   },
 };
 

@@ -1,30 +1,72 @@
 // Kernel actions: "Re-profile" and "Measure at N" (N = the batch size shown), sent as
 // {kind, ...} messages (MESSAGES in js/shared/protocol.js) that skyline_nb/live.py dispatches,
 // and the measurement that comes back in the `measurement` trait, shown beside the prediction for
-// the same batch size. The buttons show once the kernel object answers a ping (kernel.js):
-// without one (the standalone page, a saved notebook) there is nobody to answer.
+// the same batch size.
+// The buttons show for a live widget once its kernel's liveness is known (kernel.js): enabled
+// while a kernel object answers; disabled, with the reason on one line, while none does (the
+// kernel restarted, was shut down or is busy; the notebook was reopened). A hover or a click
+// checks again first, so a kernel gone since is found out before a message is sent to nobody.
+// While the kernel works for this widget (the `status` trait) they wait. Dragging needs none of
+// this: the report carries what it needs.
 
 import { MESSAGES } from "../shared/protocol.js";
-import { h } from "./dom.js";
+import { h, setText } from "./dom.js";
 import { formatBytes, formatPercent, formatThroughput } from "./format.js";
-import { isLive, kernelAnswered, pingKernel } from "./kernel.js";
+import { checkKernel, isLive, kernelLiveness, onLiveness } from "./kernel.js";
+
+const TITLES = Object.freeze({
+  reprofile: "Profile again at the measured batch size",
+  measure: "Run the iteration at this batch size and compare with the prediction",
+});
 
 export function createActions({ model, predictor, signal, getBatch }) {
   // A widget made by hand (SkylineWidget(report=...)) has a kernel but nobody serving these
   // messages; the kernel side says so with its `live` trait.
   const live = isLive(model);
-  const reprofile = h("button", { class: "sk-button", text: "Re-profile", data: { skyline: "reprofile" }, attrs: { type: "button", title: "Profile again at the measured batch size" } });
-  const measure = h("button", { class: "sk-button", data: { skyline: "measure" }, attrs: { type: "button", title: "Run the iteration at this batch size and compare with the prediction" } });
+  const reprofile = h("button", { class: "sk-button", text: "Re-profile", data: { skyline: "reprofile" }, attrs: { type: "button" } });
+  const measure = h("button", { class: "sk-button", data: { skyline: "measure" }, attrs: { type: "button" } });
   const result = h("div", { class: "sk-measurement", data: { skyline: "measurement" }, attrs: { "aria-live": "polite" } });
   const buttons = h("div", { class: "sk-action-buttons", attrs: { hidden: "" } }, [reprofile, measure]);
-  const el = h("div", { class: "sk-actions" }, [live ? buttons : null, result]);
-  if (live) {
-    if (kernelAnswered(model)) buttons.hidden = false; // an earlier view already heard it
-    pingKernel(model, signal).then((served) => { if (served) buttons.hidden = false; });
+  const reason = h("div", { class: "sk-kernel-reason", data: { skyline: "kernel-reason" }, attrs: { role: "note", hidden: "" } });
+  const el = h("div", { class: "sk-actions" }, live ? [buttons, reason, result] : [result]);
+  const working = () => Boolean(model.get("status"));
+
+  function showLiveness() {
+    const { state, reason: why } = kernelLiveness(model);
+    buttons.hidden = state === "unknown" || state === "waiting";
+    for (const [name, button] of [["reprofile", reprofile], ["measure", measure]]) {
+      button.disabled = state !== "live" || working();
+      button.title = why || TITLES[name];
+    }
+    reason.hidden = !why;
+    setText(reason, why);
   }
 
-  reprofile.addEventListener("click", () => model.send({ kind: MESSAGES.REPROFILE }), { signal });
-  measure.addEventListener("click", () => model.send({ kind: MESSAGES.MEASURE, batch_size: getBatch() }), { signal });
+  let checking = null;
+  /** Ask the kernel again (one check at a time); resolves true when a kernel object answered. */
+  function recheck() {
+    if (!working()) checking ??= checkKernel(model, signal).finally(() => { checking = null; });
+    return (checking ?? Promise.resolve(kernelLiveness(model))).then(({ state }) => state === "live");
+  }
+
+  /** Send `message()` once the kernel answered again; else the reason shows instead. */
+  function whenServed(message) {
+    return async () => {
+      const msg = message();
+      if (!working() && await recheck()) model.send(msg);
+    };
+  }
+
+  if (live) {
+    onLiveness(model, showLiveness, signal);
+    model.on("change:status", showLiveness);
+    signal.addEventListener("abort", () => model.off?.("change:status", showLiveness));
+    el.addEventListener("pointerenter", recheck, { signal });
+    el.addEventListener("focusin", recheck, { signal });
+    reprofile.addEventListener("click", whenServed(() => ({ kind: MESSAGES.REPROFILE })), { signal });
+    measure.addEventListener("click", whenServed(() => ({ kind: MESSAGES.MEASURE, batch_size: getBatch() })), { signal });
+    showLiveness();
+  }
 
   function update() {
     measure.textContent = `Measure at ${getBatch()}`;

@@ -15,7 +15,7 @@
 // its id written into `edit_target`, so the kernel adopts it.
 
 import { cellWithSource, textOf, writeEdit } from "../shared/cells.js";
-import { EVENT_INIT, EVENTS } from "../shared/protocol.js";
+import { askHost, EVENTS } from "../shared/protocol.js";
 import { h } from "./dom.js";
 import { locateInKernel } from "./kernel.js";
 
@@ -49,20 +49,13 @@ function sharedCell(model, cellId) {
   return shared.cells.find((c) => c && c.id === cellId) ?? null;
 }
 
-/** Dispatch protocol event `name` from `el`; the detail when the extension answered, else null. */
-function ask(el, name, detail) {
-  const event = new CustomEvent(name, { ...EVENT_INIT, detail });
-  el.dispatchEvent(event);
-  return event.defaultPrevented ? detail : null;
-}
-
 /**
  * The cell's current text: the companion extension answers EVENTS.READ (detail {cellId} →
  * detail.source); else the widget manager's shared model; else null.
  */
 export function readCurrentSource(el, model, cellId) {
   if (typeof cellId !== "string" || cellId === "") return null;
-  const answered = ask(el, EVENTS.READ, { cellId });
+  const answered = askHost(el, EVENTS.READ, { cellId });
   if (typeof answered?.source === "string") return answered.source;
   try {
     const cell = sharedCell(model, cellId);
@@ -82,7 +75,7 @@ export function readCurrentSource(el, model, cellId) {
 export function findSourceCell(el, model, target) {
   if (target.cell_id != null) return { cellId: target.cell_id };
   if (typeof target.code !== "string") return { cellId: null };
-  let found = ask(el, EVENTS.FIND, { source: target.code });
+  let found = askHost(el, EVENTS.FIND, { source: target.code });
   const shared = found ? null : sharedNotebook(model);
   if (shared) {
     const match = cellWithSource(shared.cells, target.code);
@@ -152,7 +145,7 @@ export async function applyEdit({ el, model, report, batch }) {
   const edit = { cellId: cell.cellId, start: where.start, end: where.end, expected: where.expected, text: where.text };
   const done = (via) => ({ ok: true, via, message: edited(edit.expected, edit.text) });
   let refused = null;
-  const answered = ask(el, EVENTS.EDIT, edit);
+  const answered = askHost(el, EVENTS.EDIT, edit);
   if (answered) {
     try {
       const result = (await Promise.resolve(answered.result)) || { ok: true };

@@ -1,5 +1,5 @@
-// The headline numbers (measured, never predicted), the profiler's notes on them, the progress
-// line while the kernel profiles, and the error box.
+// The headline numbers (measured, never predicted), the profiler's notes on them, and the error
+// box. The progress while the kernel profiles is progress.js.
 
 import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
@@ -58,21 +58,6 @@ export function renderWarnings(report) {
 
 export function renderEmpty() {
   return h("div", { class: "sk-empty", data: { skyline: "summary" }, text: "No profile yet." });
-}
-
-export function createStatus() {
-  const text = h("span", { class: "sk-status-text" });
-  const el = h("div", { class: "sk-status", data: { skyline: "status" }, attrs: { role: "status", "aria-live": "polite", hidden: "" } }, [
-    h("span", { class: "sk-spinner", attrs: { "aria-hidden": "true" } }),
-    text,
-  ]);
-  return {
-    el,
-    set(message) {
-      text.textContent = message || "";
-      el.hidden = !message;
-    },
-  };
 }
 
 /**

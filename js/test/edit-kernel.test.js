@@ -1,6 +1,7 @@
 // The widget's requests to its kernel object (js/src/kernel.js) over anywidget's invoke: the ping
 // that shows the action buttons, and `locate`, asked only once a ping was answered (a notebook
 // reopened with a fresh kernel has no kernel object behind the widget: nothing waits there).
+// Liveness after the first answer (timeouts, restarts, re-checks) is in liveness.test.js.
 import { afterEach, expect, test } from "vitest";
 import { connectKernel, kernelAnswered, locateInKernel, pingKernel } from "../src/kernel.js";
 import widget from "../src/index.js";
@@ -57,10 +58,15 @@ test("the kernel answers the ping: Re-profile and Measure at N send messages; th
   const { model, q } = mountWithKernel(kernel);
   await tick();
   expect(q("reprofile").closest("[hidden]")).toBeNull();
+  expect(q("reprofile").disabled).toBe(false);
   key(q("throughput-bar"), "ArrowUp");
   expect(q("measure").textContent).toBe("Measure at 33");
   q("measure").click();
+  await tick();
   q("reprofile").click();
+  await tick();
+  // Each click asks the kernel again first, then sends.
+  expect(kernel.calls.map((c) => c.name)).toEqual(["ping", "ping", "ping"]);
   expect(model.sent).toEqual([{ kind: "measure", batch_size: 33 }, { kind: "reprofile" }]);
   model.set("measurement", { batch_size: 33, iteration_ms: 2.0, peak_bytes: 3_900_000, throughput: 16500 });
   expect(q("measurement").textContent).toContain("Measured at 33: 16,500 samples/s");
@@ -94,7 +100,7 @@ test("after the ping's answer the kernel locates the literal in the changed cell
   expect(model.sent).toEqual([]); // requests go through invoke, not hand-made messages
 });
 
-test("a ping is per model and sticky; a widget without a live kernel object is not pinged", async () => {
+test("one ping at a time per model; a widget without a live kernel object is not pinged", async () => {
   const model = fakeModel({ live: true });
   model.send = () => {};
   expect(kernelAnswered(model)).toBe(null);
@@ -102,8 +108,8 @@ test("a ping is per model and sticky; a widget without a live kernel object is n
   expect(await pingKernel(model)).toBe(false); // no invoke connected
   const kernel = fakeKernel();
   connectKernel(model, kernel.invoke);
-  expect(await pingKernel(model)).toBe(true);
-  expect(await pingKernel(model)).toBe(true);
+  const [first, second] = await Promise.all([pingKernel(model), pingKernel(model)]);
+  expect([first, second, kernelAnswered(model)]).toEqual([true, true, true]);
   expect(kernel.calls).toHaveLength(1);
 
   const handMade = fakeModel({ live: false });

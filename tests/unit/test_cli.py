@@ -23,7 +23,9 @@ import skyline_nb
 from skyline_nb.cli import main
 from skyline_nb.entry import UsageError, export, export_kind, find_providers, parse_size
 from skyline_nb.export.trace import TIMING_NOTE
+from skyline_nb.profiler.progress import Progress
 from skyline_nb.report import SCHEMA_VERSION, Report
+from skyline_nb.textprogress import TextProgress
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -324,6 +326,7 @@ def test_time_calls_profile_without_predictions_and_writes_sqlite(
         "skyline_iteration_provider",
     ]
     assert providers[0].__module__ == "__skyline_entry__"
+    assert isinstance(options.pop("progress"), TextProgress)
     assert options == {
         "batch_size": None,
         "device": None,
@@ -356,6 +359,7 @@ def test_memory_with_options_and_deepview_names(
             "cpu",
             "--project-root",
             tmp_path,
+            "--quiet",
         ],
         capsys,
     )
@@ -368,6 +372,7 @@ def test_memory_with_options_and_deepview_names(
         "predict": False,
         "project_root": tmp_path.resolve(),
         "memory_budget": None,
+        "progress": None,
     }
     with closing(sqlite3.connect(output)) as connection:
         assert connection.execute("SELECT COUNT(*) FROM weight_entries").fetchone() == (5,)
@@ -421,6 +426,24 @@ def test_profile_chooses_the_format_by_the_output_suffix(
     assert code == 2 and ".trace.json" in err and len(recorder.calls) == 1  # before profiling
 
 
+def test_progress_lines_on_stderr_one_per_stage_off_a_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def staged_profile(*_args: Any, progress: Any, **_kwargs: Any) -> Report:
+        progress(Progress("building the model and timing an iteration", 0.0, 0.2, None))
+        progress(Progress("timing each op (run 1)", 0.5, 3.0, 3.4))
+        return sample_report()
+
+    monkeypatch.setattr(skyline_nb, "profile", staged_profile)
+    code, out, err = _run(["profile", _entry(tmp_path), "-o", tmp_path / "r.json"], capsys)
+    assert code == 0 and out.startswith("skyline-nb: wrote")
+    assert err.splitlines()[:2] == [
+        "skyline-nb:   0% building the model and timing an iteration · 0 s elapsed · "
+        "estimating the time left",
+        "skyline-nb:  50% timing each op (run 1) · 3 s elapsed · about 3 s left",
+    ]
+
+
 # ---- end to end: the real profiler on the bundled example, as a user runs it ---------------
 EXAMPLE = REPO / "skyline_nb" / "examples" / "mlp.py"
 
@@ -442,6 +465,7 @@ def test_end_to_end_time_and_memory_reports(tmp_path: Path) -> None:
     done = _cli("time", EXAMPLE, "-o", time_report, "--batch-size", "16", "--device", "cpu")
     assert done.returncode == 0, done.stderr
     assert f"wrote {time_report}" in done.stdout
+    assert "% building the model and timing an iteration · " in done.stderr  # the progress
     with closing(sqlite3.connect(time_report)) as connection:
         rows = connection.execute(
             "SELECT operation_name, forward_ms, backward_ms FROM run_time_entries"
