@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from skyline_nb.cli_args import build_parser
-from skyline_nb.entry import Providers, UsageError, export, find_providers
+from skyline_nb.entry import (
+    Providers,
+    UsageError,
+    export,
+    export_kind,
+    find_providers,
+    wrote,
+)
 from skyline_nb.export.units import format_bytes, format_ms, format_throughput
 from skyline_nb.textprogress import TextProgress
 
@@ -93,6 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(f"ENTRY {args.entry} is not a file")
     output = args.output.expanduser()
     _check_output(output, args.force)
+    kind = export_kind(output) if args.command == "profile" else args.command
     root = _project_root(args)
     if not root.is_dir():
         raise UsageError(f"project root {root} is not a folder")
@@ -102,11 +110,10 @@ def _run(args: argparse.Namespace) -> int:
     for warning in report.warnings:
         _say(f"warning: {warning}")
     try:
-        export(report, output, "json" if args.command == "profile" else args.command,
-               overwrite=args.force)
+        export(report, output, kind, overwrite=args.force)
     except FileExistsError as exc:  # created by someone else while we were profiling
         raise UsageError(str(exc)) from None
-    print(_summary(report, args.command, output))
+    print(_summary(report, args.command, kind, output))
     return 0
 
 
@@ -154,12 +161,13 @@ def _profile(providers: Providers, args: argparse.Namespace, root: Path) -> Repo
                        memory_budget=args.memory_budget, progress=progress)
 
 
-def _summary(report: Report, command: str, output: Path) -> str:
+def _summary(report: Report, command: str, kind: str, output: Path) -> str:
     ops = sum(1 for n in report.tree.walk() if n.kind == "op")
     what = {"time": f"{ops} operations", "memory": f"{len(report.weights)} weights",
-            "profile": "full report"}[command]
+            "trace": "Chrome trace"}.get(kind if command == "profile" else command,
+                                          "full report")
     return (
-        f"skyline-nb: wrote {output} ({what}): batch {report.batch_size} on "
+        f"skyline-nb: {wrote(output)}, {what}: batch {report.batch_size} on "
         f"{report.device.kind}, {format_ms(report.iteration_ms)}/iteration, "
         f"{format_throughput(report.throughput)}, peak {format_bytes(report.peak_bytes)}"
     )

@@ -21,11 +21,14 @@ ENTRY must define (as Skyline's entry point files do):
   skyline-nb time entry.py -o entry.time.sqlite
   skyline-nb memory entry.py -o entry.memory.sqlite --batch-size 64
   skyline-nb profile entry.py -o report.json --memory-budget 8GiB
+  skyline-nb profile entry.py -o run.trace.json
 """
 COMMANDS = {
     "time": "run-time report: one row per operation, in Skyline's SQLite format",
     "memory": "memory report: weights, activations and peak, in Skyline's SQLite format",
-    "profile": "the full report as versioned JSON (what the notebook widget shows)",
+    "profile": "the full report, its format by the output's name: .json the versioned report "
+               "(what the notebook widget shows), .trace.json a Chrome/Perfetto trace, .html a "
+               "page",
 }
 
 
