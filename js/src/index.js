@@ -4,6 +4,7 @@
 // model coefficients (predict.js). A live widget follows its kernel (kernel.js): the host's word
 // on the kernel's status, and a ping whenever the kernel is not working for this widget.
 
+import { inflateReport, isCompact } from "./compact.js";
 import { h } from "./dom.js";
 import { createError, renderEmpty, renderHeader, renderWarnings } from "./header.js";
 import { checkKernel, connectKernel, isLive, watchHost } from "./kernel.js";
@@ -48,12 +49,26 @@ export function createView({ model, el }) {
   let reportController = null; // one AbortController for every listener of the current report
   let view = null;
   let renderProblem = "";
+  let wanted = 0; // the newest report value asked for: a slower inflate of an older one loses
 
   function drawReport() {
+    const value = model.get("report");
+    const token = ++wanted;
+    if (!isCompact(value)) return draw(value);
+    inflateReport(value).then(
+      (report) => token === wanted && draw(report),
+      (err) => {
+        if (token !== wanted) return;
+        renderProblem = `Cannot read this report: ${err?.message || err}`;
+        onError();
+      },
+    );
+  }
+
+  function draw(report) {
     // Listeners and timers of the previous report die with its controller.
     reportController?.abort();
     reportController = new AbortController();
-    const report = model.get("report");
     const drillPath = view?.drillPath ?? null;
     const firstDraw = view === null;
     view = null;

@@ -6,7 +6,10 @@ The front end (``js/src``, bundled into ``static/widget.js``) draws everything f
 
 from __future__ import annotations
 
+import base64
+import json
 import pathlib
+import zlib
 from typing import Any
 
 import anywidget
@@ -14,12 +17,35 @@ import traitlets
 
 _STATIC = pathlib.Path(__file__).parent / "static"
 
+# The report trait travels (to the front end, and into a notebook's saved widget state) as one
+# string: ``COMPACT_PREFIX`` + base64 of the zlib-deflated JSON, which ``js/src/compact.js``
+# inflates. A nested dict would be stored indented in the .ipynb, ~780 bytes per op; deflated
+# it is about a tenth (BENCHMARKS.md, saved widget state).
+COMPACT_PREFIX = "deflate;base64,"
+
+
+def report_to_wire(report: dict[str, Any], _widget: Any = None) -> str | dict[str, Any]:
+    """``report`` as the front end receives it (an empty report stays ``{}``)."""
+    if not report:
+        return {}
+    text = json.dumps(report, separators=(",", ":"), allow_nan=False)
+    return COMPACT_PREFIX + base64.b64encode(zlib.compress(text.encode("utf-8"), 9)).decode()
+
+
+def report_from_wire(value: Any, _widget: Any = None) -> dict[str, Any]:
+    """The inverse of ``report_to_wire`` (a plain dict is taken as is)."""
+    if isinstance(value, str) and value.startswith(COMPACT_PREFIX):
+        data = zlib.decompress(base64.b64decode(value[len(COMPACT_PREFIX):]))
+        return json.loads(data.decode("utf-8"))
+    return dict(value or {})
+
 
 class SkylineWidget(anywidget.AnyWidget):
     """Interactive view of one profiled training iteration.
 
     Traits:
-        report: the Report as ``Report.to_dict()`` (empty while nothing was profiled yet).
+        report: the Report as ``Report.to_dict()`` (empty while nothing was profiled yet); sent
+            compact (``report_to_wire``).
         status: progress text while the kernel profiles ("" when idle).
         error: a readable error to show instead of (or above) the report ("" when none).
         selected_batch_size: set by the front end when a drag ends; None before any drag.
@@ -35,7 +61,8 @@ class SkylineWidget(anywidget.AnyWidget):
     _esm = _STATIC / "widget.js"
     _css = _STATIC / "widget.css"
 
-    report = traitlets.Dict().tag(sync=True)
+    report = traitlets.Dict().tag(sync=True, to_json=report_to_wire,
+                                  from_json=report_from_wire)
     status = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     selected_batch_size = traitlets.Int(None, allow_none=True).tag(sync=True)

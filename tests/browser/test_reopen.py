@@ -58,8 +58,6 @@ def test_reopened_without_widget_state_shows_the_snapshot_and_no_error(notebook)
 
 
 @pytest.mark.parametrize("frontend", ["lab"])
-@pytest.mark.xfail(strict=True, reason="the report trait is nested JSON, which the indented "
-                   ".ipynb stores at ~780 bytes per op; it fits once js/src reads a compact one")
 def test_saved_widget_state_of_a_gru_drilled_to_ops_fits_its_budget(notebook):
     with user_settings(notebook.server, WIDGET_MANAGER, {"saveState": True}):
         _profiled(notebook, "gru-state.ipynb", {
