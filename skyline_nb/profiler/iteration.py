@@ -140,22 +140,21 @@ class WarmTrial:
 
     def time_sizes(self, sizes: list[int], precision: Precision = SAMPLE) -> list[SampleTiming]:
         """Time ``sizes`` (measured by ``peak_at`` first, so no timed iteration is the first at
-        its size) in rounds with the user's batch, whose iterations join the headline's timing.
-        Each size gets the ratio of its median to the headline, so the line through the samples
-        keeps its shape when the headline is measured again later (``session``).
+        its size) in rounds with the user's batch. Each size gets the ratio of its median to
+        the user's median over the same rounds: every iteration there follows one at another
+        size (switching sizes costs page faults a plain loop never pays, and more for larger
+        sizes), so both sides of the ratio pay it and it holds when the machine's speed drifts;
+        the headline is measured apart, on the user's batch alone.
         """
         trial = self.trial
         inputs = {n: self.inputs_for(n) for n in sizes}
-        runs = [Run(lambda: trial.use_inputs(self.user_inputs), trial.step, HEADLINE,
-                    self.user.timing)]
+        runs = [Run(lambda: trial.use_inputs(self.user_inputs), trial.step, precision)]
         runs += [Run(partial(trial.use_inputs, inputs[n]), trial.step, precision) for n in sizes]
         try:
             time_alternating(runs, self.device)
         finally:
             trial.use_inputs(self.user_inputs)
-        headline = self.user.timing
-        self.user.iteration_ms = user_ms = headline.result(HEADLINE)
-        self.user.converged = headline.settled(HEADLINE)
+        user_ms = runs[0].timing.result(precision)
         return [SampleTiming(n, run.timing.result(precision) / user_ms, run.timing,
                              run.timing.settled(precision))
                 for n, run in zip(sizes, runs[1:], strict=True)]

@@ -51,7 +51,7 @@ from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.roofline import roofline
 from skyline_nb.profiler.sampling import choose_sizes
 from skyline_nb.profiler.stacks import CellLookup, UserCode
-from skyline_nb.profiler.timing import HEADLINE, HEADLINE_BEFORE_SAMPLES, QUIET_WAIT, time_steps
+from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import PeakPlace, Report, Sample, WeightEntry
 
@@ -117,7 +117,7 @@ def profile(
             reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(
                 build, dev, size, inputs_for=warm_inputs(providers, dev),
-                precision=HEADLINE_BEFORE_SAMPLES if predict else HEADLINE)
+                precision=HEADLINE)
         except dev.oom_types as exc:
             raise StartingBatchOOMError(
                 f"one iteration at batch size {size} does not fit in the {dev.kind} memory "

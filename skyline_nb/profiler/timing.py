@@ -53,8 +53,6 @@ class Precision:
 # 2–4 of the user's; single iterations on a shared machine vary by ±15 %).
 HEADLINE = Precision(5, 30.0, 300.0, 8)
 SAMPLE = Precision(2, 10.0, 200.0, 5)
-# Before samples: the rounds that time them add the user's batch between them to the headline.
-HEADLINE_BEFORE_SAMPLES = Precision(3, 20.0, 300.0, 8)
 AGREE = 0.10
 
 

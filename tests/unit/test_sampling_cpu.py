@@ -14,7 +14,7 @@ from scripted_chunks import script_chunks  # noqa: E402
 
 from skyline_nb.examples import mlp  # noqa: E402
 from skyline_nb.models.linear import PerformanceModels  # noqa: E402
-from skyline_nb.profiler import iteration, timing  # noqa: E402
+from skyline_nb.profiler import iteration  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.prepare import measure_iteration  # noqa: E402
 from skyline_nb.profiler.providers import Trial  # noqa: E402
@@ -76,16 +76,15 @@ def _counting_trial() -> tuple[Callable[[], Trial], list[int]]:
 
 def test_the_profile_trial_is_built_once_and_samples_cost_their_rounds(monkeypatch):
     """40 ms iterations: the fresh trial takes 2 tracked warm-ups and 1 reference iteration (the
-    step peak at the user's batch, in the same window) and 3 timed ones before samples; a
+    step peak at the user's batch, in the same window) and the headline's 5 timed ones; a
     sample's peak 2 iterations (one on the old inputs); two samples are timed in 2 rounds of 3
-    iterations (the user's batch, 16, 32), whose user iterations complete the headline's 5."""
+    iterations (the user's batch, 16, 32), the ratios taken within those rounds."""
     script_chunks(monkeypatch, [(40.0, 0.0)])
     build, steps = _counting_trial()
     device = resolve_device("cpu")
     inputs = lambda n: ((), {}, [torch.zeros(n)])  # noqa: E731
-    headline, warm = iteration.measure_level1(build, device, 8, inputs_for=inputs,
-                                              precision=timing.HEADLINE_BEFORE_SAMPLES)
-    assert headline.iteration_ms == 40.0 and steps[0] == 2 + 1 + 3
+    headline, warm = iteration.measure_level1(build, device, 8, inputs_for=inputs)
+    assert headline.converged and headline.iteration_ms == 40.0 and steps[0] == 2 + 1 + 5
     steps[0] = 0
     peaks = {n: warm.peak_at(n) for n in (16, 32)}
     assert steps[0] == 2 + 2
@@ -93,8 +92,7 @@ def test_the_profile_trial_is_built_once_and_samples_cost_their_rounds(monkeypat
     steps[0] = 0
     sampled = warm.time_sizes([16, 32])
     assert steps[0] == 2 * 3 and [s.ratio for s in sampled] == [1.0, 1.0]
-    assert all(s.converged for s in sampled)
-    assert headline.converged and len(headline.timing.ms) == 5
+    assert all(s.converged for s in sampled) and len(headline.timing.ms) == 5
 
 
 @pytest.mark.parametrize("example", ["mlp", "cnn", "transformer", "lstm"])
