@@ -57,14 +57,18 @@ def widget_state_bytes(notebook: dict[str, Any]) -> int:
 
 
 def widget_reports(notebook: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``report`` trait of every Skyline widget in a notebook's saved widget state."""
+    """The ``report`` trait of every Skyline widget in a notebook's saved widget state (read
+    back from its compact form)."""
+    from skyline_nb.widget import report_from_wire
+
     state = notebook.get("metadata", {}).get("widgets", {}).get(
         "application/vnd.jupyter.widget-state+json", {}).get("state", {})
     reports = []
     for model in state.values():
         traits = model.get("state", {})
-        if traits.get("report") and "batch_size" in traits["report"] and "_esm" in traits:
-            reports.append(traits["report"])
+        report = report_from_wire(traits["report"]) if traits.get("report") else {}
+        if "batch_size" in report and "_esm" in traits:
+            reports.append(report)
     return reports
 
 

@@ -372,10 +372,13 @@ def _text_line() -> contextlib.AbstractContextManager[TextProgress | None]:
 
 
 def _readable(exc: BaseException) -> str:
+    from skyline_nb.failures import ProfileFailed
     from skyline_nb.profiler.stacks import is_user_file
 
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted"
+    if isinstance(exc, ProfileFailed):  # already the banner: what raised, and where
+        return str(exc)
     if isinstance(exc, SyntaxError):  # its str() names the kernel's temporary file
         return f"{type(exc).__name__}: {exc.msg}" + (f", line {exc.lineno}" if exc.lineno else "")
     text = f"{type(exc).__name__}: {exc}"
