@@ -212,6 +212,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
       const adds = [["forward", s.node.forward_peak_bytes], ["backward", s.node.backward_peak_bytes]]
         .filter(([, bytes]) => Number(bytes) > 0);
       if (adds.length) lines.push({ text: `adds at most ${adds.map(([phase, bytes]) => `${formatBytes(Number(bytes))} in ${phase}`).join(" \u00b7 ")} (measured batch)` });
+      if (Number(s.node.activation_bytes) > 0) lines.push({ text: `saves ${formatBytes(Number(s.node.activation_bytes))} for backward (measured batch)` });
     }
     const parts = s.node && s.spec ? s.spec.members.filter((m) => m.node_field) : [];
     if (parts.length > 1) {

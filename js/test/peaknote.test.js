@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
+import { formatBytes } from "../src/format.js";
 import { peakPlaceText } from "../src/peaknote.js";
 import { loadReport, mount } from "./helpers.js";
 
@@ -41,4 +42,5 @@ test("a module's memory tooltip says how much its forward and backward add at mo
   const seg = view.q("breakdown-memory").querySelector('[data-skyline="segment"][data-node="fc1"]');
   seg.dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
   expect(view.q("tooltip").textContent).toContain("adds at most 2 KiB in forward \u00b7 4 KiB in backward");
+  expect(view.q("tooltip").textContent).toContain(`saves ${formatBytes(fc1.activation_bytes)} for backward`);
 });
