@@ -103,12 +103,5 @@ def memory_timeline(run: MemoryRun, points: int = TIMELINE_POINTS) -> list[list[
     kept = []
     for start in range(0, len(timeline), size):
         phase, index, live = max(timeline[start:start + size], key=lambda entry: entry[2])
-        kept.append([phase, _op_path(run.ops, index), live])
+        kept.append([phase, "" if index is None else run.ops.records[index].path, live])
     return kept
-
-
-def _op_path(ops: OperationTracker, index: int | None) -> str:
-    if index is None:
-        return ""
-    record = ops.records[index]
-    return f"{record.module}/{record.key}" if record.module else record.key

@@ -66,6 +66,13 @@ class OpRecord:
     parameter: str | None = None  # AccumulateGrad entries: the parameter's name
     key: str = ""  # "<name>#<k>": the k-th record of this name in this module instance
 
+    @property
+    def path(self) -> str:
+        """The op's node path in the report's tree: "<module path>/<key>" ("[optimizer]/..."
+        for the optimizer's ops, the key alone outside every module)."""
+        prefix = OPTIMIZER_PATH if self.phase == OPTIMIZER else self.module
+        return f"{prefix}/{self.key}" if prefix else self.key
+
 
 class _OpMode(DispatchMode):
     """The private mode: times each op and hands it to the tracker for bookkeeping."""

@@ -104,7 +104,7 @@ class PeakTracker(DispatchMode):
         self.timeline: list[tuple[str, int | None, int]] = []
         for category, tensor in start:
             self._adopt(category, tensor)
-        self._note_peak()
+        self._note_peak(*self._now())
 
     # ---- following storages ---------------------------------------------------------------
     def _adopt(self, category: str, tensor: Any) -> None:
@@ -135,17 +135,19 @@ class PeakTracker(DispatchMode):
         self.live -= storage.nbytes
         self._dead.append(storage)
 
-    def _phase(self) -> str:
+    def _now(self) -> tuple[str, tuple[int, str, str] | None]:
+        """The phase running now, and (outside the optimizer) the forward op ``where`` names."""
         if tp.current_autograd_node() is not None:
-            return BACKWARD
-        return OPTIMIZER if self._optimizer_depth else FORWARD
+            phase = BACKWARD
+        else:
+            phase = OPTIMIZER if self._optimizer_depth else FORWARD
+        in_model = self.where is not None and phase != OPTIMIZER
+        return phase, self.where() if in_model else None
 
-    def _note_peak(self) -> None:
+    def _note_peak(self, phase: str, place: tuple[int, str, str] | None) -> None:
         if self.live > self.peak:
             self.peak, self.peak_event = self.live, self.events
-            self.peak_phase = self._phase()
-            in_model = self.where is not None and self.peak_phase != OPTIMIZER
-            self.peak_place = self.where() if in_model else None
+            self.peak_phase, self.peak_place = phase, place
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         before = self.live
@@ -153,6 +155,7 @@ class PeakTracker(DispatchMode):
         inputs = {tp.storage_key(t) for t in tp.tree_leaves((args, kwargs))
                   if isinstance(t, torch.Tensor) and t.device.type == self.device_type
                   and _has_storage(t)}
+        phase, place = self._now()
         created = False
         for leaf in tp.tree_leaves(out):
             if (not isinstance(leaf, torch.Tensor) or leaf.device.type != self.device_type
@@ -164,22 +167,18 @@ class PeakTracker(DispatchMode):
             if not created:
                 self.events += 1
                 created = True
-                phase = self._phase()
-                place = self.where() if self.where is not None else None
             self._follow(key, leaf, self.events, phase,
                          place[0] if place is not None and phase == FORWARD else None)
         if created:
-            self._note_peak()
-        self._note_module(before)
+            self._note_peak(phase, place)
+        self._note_module(before, phase, place)
         return out
 
-    def _note_module(self, before: int) -> None:
+    def _note_module(self, before: int, phase: str, place: tuple[int, str, str] | None) -> None:
         """The module whose op just ran (forward, or its backward), and its ancestors: the
         tracked bytes before their first op in this phase and the highest since."""
-        phase = self._phase()
         if self.where is None:
             return
-        place = self.where() if phase != OPTIMIZER else None
         self.timeline.append((phase, None if place is None else place[0], self.live))
         if place is None:
             return

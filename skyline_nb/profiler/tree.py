@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH, UNTRACKED_PATH, NodeKind
-from skyline_nb.profiler.operations import OPTIMIZER, OperationTracker, OpRecord
+from skyline_nb.profiler.operations import OperationTracker, OpRecord
 from skyline_nb.report import Frame, Node
 
 
@@ -96,8 +96,7 @@ def build_tree(inputs: TreeInputs) -> Node:
 
 
 def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
-    prefix = OPTIMIZER_PATH if record.phase == OPTIMIZER else record.module
-    path = f"{prefix}/{record.key}" if prefix else record.key
+    path = record.path
     name = record.name
     frames = record.frames
     if record.parameter is not None:
