@@ -18,6 +18,7 @@ import re
 import pytest
 from conftest import ARTIFACTS
 from playwright.sync_api import expect
+from test_layout import _theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -132,11 +133,7 @@ def test_widget_groups_gru_ops_hoverable_and_open_to_calls(notebook, frontend):
         return
 
     page = notebook.page
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Dark$")).click()
-    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'")
-    page.wait_for_timeout(500)  # the theme's CSS variables settle
+    _theme(page, "Dark")
     _screenshot_hovering(notebook, widget, "gru/addmm#*", "grouped-drill-dark.png")
 
     _part(widget, "top").click()

@@ -7,27 +7,16 @@ must move, and the notebook's active cell must stay where it is, until Esc hands
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from playwright.sync_api import expect
+from test_widget import CELLS as WIDGET_CELLS
+from test_widget import REPORT
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
-REPORT_PATH = Path(__file__).resolve().parents[1] / "fixtures" / "report_cnn.json"
-REPORT = json.loads(REPORT_PATH.read_text(encoding="utf-8"))
-
-CELLS = {
-    "above-cell": "x = 1",
-    "widget-cell": (
-        "import json\n"
-        "from skyline_nb.widget import SkylineWidget\n"
-        f"w = SkylineWidget(report=json.load(open({str(REPORT_PATH)!r}, encoding='utf-8')))\n"
-        "w"
-    ),
-    "check-cell": "print('selected', w.selected_batch_size)",
-}
+# The recorded report's widget and the cell that reads its chosen batch size, below a plain
+# cell (the one ArrowUp selects once the bar has let go of its keys).
+CELLS = {"above-cell": "x = 1", **WIDGET_CELLS}
 
 ACTIVE_CELL = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]
     .findIndex((c) => c.classList.contains('jp-mod-active'))"""

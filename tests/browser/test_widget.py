@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import expect
+from test_layout import _theme
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
@@ -250,11 +251,7 @@ def _luminance(rgb: str) -> float:
 def test_dark_theme_is_readable(notebook):
     widget = _open_widget(notebook)
     page = notebook.page
-    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
-    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Dark$")).click()
-    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'")
-    page.wait_for_timeout(500)  # the theme's CSS variables settle
+    _theme(page, "Dark")
     widget.evaluate("el => el.scrollIntoView({block: 'start'})")
     _segment(widget, "time", _largest_module()["path"]).hover()
     expect(_part(widget, "tooltip")).to_be_visible()
