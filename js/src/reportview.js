@@ -14,6 +14,7 @@ import { segmentLines } from "./lines.js";
 import { createPeakNote } from "./peaknote.js";
 import { Predictor } from "./predict.js";
 import { createRooflinePlot, deviceRoof, FLOP_FIELDS, flopsText, nodeFlops } from "./roofline.js";
+import { createSamplesPlot } from "./samplesplot.js";
 import { fraction } from "./scale.js";
 import {
   applyScale, indexTree, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, scaleFor, timeSegments, VIEW_KIND,
@@ -65,6 +66,10 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const bars = createBars({ report, predictor, signal, initialBatch: batch, onPreview: preview, onCommit: commit });
   const actions = createActions({ model, predictor, signal, getBatch: () => batch });
   bars.el.append(actions.el);
+  // The samples and the fitted curves under the bars; its marker follows the batch they show.
+  const samples = createSamplesPlot({ report, predictor, signal });
+  if (samples) bars.el.append(samples.el);
+  samples?.setBatch(batch);
 
   const root = h("div", { class: "sk-report" }, [
     h("div", { class: "sk-main" }, [
@@ -101,6 +106,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   /** Live, while dragging: rescale both breakdowns for the predicted batch size. */
   function preview(next) {
     batch = next;
+    samples?.setBatch(next);
     scale = scaleFor(report, predictor, batch);
     rescale();
     if (levels.memory.relayout) memView.setLevel(levels.memory, styleOf);
@@ -121,6 +127,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
 
   async function commit(next) {
     batch = next;
+    samples?.setBatch(next);
     if (typeof model.set === "function") {
       model.set("selected_batch_size", next);
       model.save_changes?.();
