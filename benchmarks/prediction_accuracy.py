@@ -52,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from skyline_nb.models.linear import PerformanceModels
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.report import Sample
 
 MODELS = ("mlp", "cnn", "transformer", "lstm")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skyline_nb.categories import Categories, NodeKind
-from skyline_nb.models.linear import PerformanceModels
+from skyline_nb.models.performance import PerformanceModels
 
 SCHEMA_VERSION = 2
 # Layouts ``from_dict`` still reads: 1 held the categories as bytes by key, without descriptors.

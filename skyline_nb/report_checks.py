@@ -18,9 +18,11 @@ allowance, stated here:
 Checked: measured headline values (finite, positive), negative times, a node larger than its
 parent (time, activation bytes, parameter bytes), the breakdown's total against the header's
 iteration time, and — when dragging is on — the predictions over the whole drag range
-(positive, finite time and throughput; throughput never falling as the batch grows; positive
-peak), the range's top (within ``EXTRAPOLATION_LIMIT``× the largest sample and, when memory
-bounds it, within the capacity), and a predicted maximum throughput below a measured one.
+(positive, finite time and throughput, positive peak, and a maximum throughput that is the
+largest predicted anywhere in the range: the throughput itself may fall where time per sample
+grows with the batch, as on a CPU past its caches), the range's top (within
+``EXTRAPOLATION_LIMIT``× the largest sample and, when memory bounds it, within the capacity),
+and a predicted maximum throughput below a measured one.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Iterator
 
 from skyline_nb.categories import NodeKind
 from skyline_nb.export.units import format_bytes, format_ms
-from skyline_nb.models.linear import EXTRAPOLATION_LIMIT, PerformanceModels
+from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
 from skyline_nb.report import Node, Report
 
 UNTRACKED_NOISE_SHARE = 0.25
@@ -141,8 +143,12 @@ def _drag_range(report: Report, models: PerformanceModels) -> Iterator[str]:
         if not all(math.isfinite(v) and v > 0 for v in values):
             yield (f"at batch size {batch} the models predict {ms} ms, {values[1]} samples/s "
                    f"and {values[2]} bytes")
-    if models.predict_throughput(top) < models.predict_throughput(1):
-        yield "the predicted throughput falls as the batch size grows"
+    best = models.max_throughput
+    for batch in models._turns(top):  # the throughput is monotone between these
+        throughput = models.predict_throughput(batch)
+        if best is not None and _above(throughput, best):
+            yield (f"the maximum throughput shown ({best:.6g} samples/s) is below the "
+                   f"{throughput:.6g} samples/s predicted at batch size {batch:g}")
     knee = models.knee_batch_size
     if knee is not None and not 1 <= knee <= top:
         yield f"the knee at batch size {knee} is outside the drag range [1, {top}]"

@@ -1,6 +1,6 @@
 // The performance models in JavaScript: a line-for-line mirror of
-// skyline_nb/models/linear.py (PerformanceModels). The report stores only the fitted
-// coefficients; the widget predicts from them while the user drags, so dragging works in saved
+// skyline_nb/models/performance.py (PerformanceModels) and curve.py (Curve: the maximum of a
+// few lines, e.g. flat then growing). The report stores only the fitted lines; the widget predicts from them while the user drags, so dragging works in saved
 // notebooks and the offline page without a kernel. Keep the formulas, the order of floating
 // point operations and the messages identical to Python: js/test/predict.test.js compares the
 // two on every case of tests/fixtures/models_cases.json (make_models_cases.py writes it).
@@ -17,8 +17,47 @@ function need(fit) {
 
 const line = (fit, x) => fit.slope * x + fit.intercept;
 
+/** A stored curve's lines, sorted by slope; a curve from before curves is its one line. */
+function linesOf(fit) {
+  if (!fit) return null;
+  const lines = Array.isArray(fit.lines) && fit.lines.length ? fit.lines : [fit];
+  return lines.map((l) => ({ slope: Number(l.slope), intercept: Number(l.intercept) }));
+}
+
+const SHAPES = ["flat", "line", "bend", "convex"];
+
+/** Curve.from_dict's shape: an older one-line curve is flat when its slope is 0. */
+function shapeOf(fit) {
+  if (!fit) return null;
+  if (!("lines" in fit)) return Number(fit.slope) === 0 ? "flat" : "line";
+  return SHAPES.includes(fit.shape) ? fit.shape : "line";
+}
+
+/** curve.py Curve.__call__: the largest of the lines at x. */
+const curveAt = (lines, x) => Math.max(...lines.map((l) => line(l, x)));
+
+/** Curve.breakpoints: where each line hands over to the next, steeper one. */
+const breakpoints = (lines) =>
+  lines.slice(1).map((b, i) => (lines[i].intercept - b.intercept) / (b.slope - lines[i].slope));
+
+/** Curve.line_at: the line that is the curve at x (the steeper one at a breakpoint). */
+function lineAt(lines, x) {
+  let best = lines[0];
+  for (const l of lines.slice(1)) if (line(l, x) >= line(best, x)) best = l;
+  return best;
+}
+
+/** Curve.inverse: the largest x with curve(x) <= y (callers clamp). */
+function inverse(lines, y) {
+  if (Number.isNaN(y)) return NaN;
+  if (lines.some((l) => l.slope <= 0 && l.intercept > y)) return -Infinity;
+  const growing = lines.filter((l) => l.slope > 0).map((l) => (y - l.intercept) / l.slope);
+  return growing.length ? Math.min(...growing) : Infinity;
+}
+
 export const KNEE_GAIN = 0.05; // XSP's rule: doubling the batch buys less than 5 % more throughput
 export const EXTRAPOLATION_LIMIT = 8; // the drag reaches at most 8× the largest measured batch
+export const FLAT_EXTRAPOLATION_LIMIT = 2; // ... and 2× it when the time did not grow
 // Python's cap: batch sizes stay exact integers, and a near-zero memory slope cannot turn the
 // largest batch into 10^300.
 export const MAX_BATCH_SIZE = 2 ** 31 - 1;
@@ -39,6 +78,9 @@ export class Predictor {
     const m = models || {};
     this.time = m.time || null;
     this.memory = m.memory || null;
+    this.timeLines = linesOf(this.time);
+    this.memoryLines = linesOf(this.memory);
+    this.timeShape = shapeOf(this.time);
     // Python's from_dict applies int(): truncate, so a float capacity inverts the same way.
     const capacity = Math.trunc(Number(m.capacity_bytes));
     this.capacityBytes = Number.isFinite(capacity) ? capacity : 0;
@@ -66,10 +108,13 @@ export class Predictor {
     if (!this.time || !this.memory) return ["this report has no fitted lines"];
     if (this.measuredRange === null) return [OLD_REPORT];
     const problems = [];
-    if (this.time.slope <= 0) problems.push("iteration time does not grow with the batch size");
-    else if (this.time.intercept < 0) problems.push("the time line has a negative fixed cost per iteration");
-    if (this.memory.slope <= 0) problems.push("peak memory does not grow with the batch size");
-    else if (line(this.memory, 1) <= 0) problems.push("the memory line predicts no memory at batch size 1");
+    const time = this.timeLines;
+    const memory = this.memoryLines;
+    if (time.some((l) => l.slope < 0)) problems.push("iteration time does not grow with the batch size");
+    else if (curveAt(time, 0) < 0) problems.push("the time line has a negative fixed cost per iteration");
+    else if (curveAt(time, 1) <= 0) problems.push("the time curve predicts no time at batch size 1");
+    if (memory[memory.length - 1].slope <= 0) problems.push("peak memory does not grow with the batch size");
+    else if (curveAt(memory, 1) <= 0) problems.push("the memory line predicts no memory at batch size 1");
     if (this.memoryBound && this.capacityBytes <= 0) problems.push("the device's memory capacity is unknown");
     const largest = this.measuredRange[1];
     if (!problems.length && this.maxBatchSize() < largest) {
@@ -79,7 +124,8 @@ export class Predictor {
   }
 
   predictIterationMs(batchSize) {
-    return line(need(this.time), batchSize);
+    need(this.time);
+    return curveAt(this.timeLines, batchSize);
   }
 
   /** Samples per second at batchSize; Infinity where the line predicts no time at all. */
@@ -89,17 +135,35 @@ export class Predictor {
   }
 
   predictPeakBytes(batchSize) {
-    return line(need(this.memory), batchSize);
+    need(this.memory);
+    return curveAt(this.memoryLines, batchSize);
+  }
+
+  /** The largest measured batch when the time did not grow up to it (launch-bound), else null. */
+  get launchBoundUpTo() {
+    return this.timeShape === "flat" && this.measuredRange ? this.measuredRange[1] : null;
+  }
+
+  /** Where a bent time curve stops being flat and starts to grow, else null. */
+  get bendBatchSize() {
+    return this.timeShape === "bend" ? breakpoints(this.timeLines)[0] : null;
+  }
+
+  /** PerformanceModels._turns: the ends of [1, top] and the breakpoints between them. */
+  turns(top) {
+    need(this.time);
+    return [1.0, ...breakpoints(this.timeLines).filter((x) => 1 < x && x < top), top];
   }
 
   /**
-   * The most the user can get within the drag range, predicted (at an end: the throughput is
-   * monotone) or measured; never the asymptote 1000/a. Null while dragging is off.
+   * The most the user can get within the drag range, predicted (at an end or a breakpoint:
+   * between them the throughput is monotone) or measured; never the asymptote. Null while
+   * dragging is off.
    */
   get maxThroughput() {
     if (!this.canManipulate || !this.time) return null;
     const top = this.maxBatchSize();
-    const value = Math.max(this.predictThroughput(1), this.predictThroughput(top), this.measuredMaxThroughput || 0.0);
+    const value = Math.max(...this.turns(top).map((x) => this.predictThroughput(x)), this.measuredMaxThroughput || 0.0);
     return Number.isFinite(value) ? value : null;
   }
 
@@ -109,17 +173,21 @@ export class Predictor {
    * batch. Throws like Python without a memory line, even when a value was stored.
    */
   maxBatchSize() {
-    const memory = need(this.memory);
+    need(this.memory);
     if (this.storedMaxBatchSize !== null) return this.storedMaxBatchSize;
     const limits = [MAX_BATCH_SIZE];
-    if (this.memoryBound) limits.push(this.capacityLimit(memory));
-    if (this.measuredRange !== null) limits.push(EXTRAPOLATION_LIMIT * this.measuredRange[1]);
+    if (this.memoryBound) limits.push(this.capacityLimit());
+    if (this.measuredRange !== null) {
+      const reach = this.timeShape === "flat" ? FLAT_EXTRAPOLATION_LIMIT : EXTRAPOLATION_LIMIT;
+      limits.push(reach * this.measuredRange[1]);
+    }
     return Math.max(1, Math.min(...limits));
   }
 
-  capacityLimit(memory) {
-    if (memory.slope <= 0 || this.capacityBytes <= 0) return 1;
-    const x = (this.capacityBytes - memory.intercept) / memory.slope;
+  capacityLimit() {
+    const memory = this.memoryLines;
+    if (memory[memory.length - 1].slope <= 0 || this.capacityBytes <= 0) return 1;
+    const x = inverse(memory, this.capacityBytes);
     if (!(x < MAX_BATCH_SIZE)) return MAX_BATCH_SIZE; // also catches NaN and Infinity
     return x >= 1 ? Math.floor(x) : 1;
   }
@@ -134,18 +202,38 @@ export class Predictor {
   }
 
   /**
-   * Smallest x with throughput(2x) < (1 + g)·throughput(x), within the drag range; closed form
-   * x > b·(1 − g) / (2·g·a), divided in Python's order so that it cannot underflow. Null
-   * without an asymptote or beyond the range (or the cap); 1 when b ≤ 0.
+   * PerformanceModels._knee: the smallest integer x in [1, top] with throughput(2x) <
+   * (1 + g)·throughput(x). Between the points where x or 2x crosses a breakpoint, T(x) and T(2x)
+   * are each one line and the condition is linear, A·x < B. Null when no batch satisfies it.
    */
   knee() {
-    const fit = this.time;
-    if (!fit || fit.slope <= 0) return null;
-    if (fit.intercept <= 0) return 1;
-    const bound = (fit.intercept * (1 - KNEE_GAIN)) / (2 * KNEE_GAIN) / fit.slope;
-    if (!(bound < MAX_BATCH_SIZE)) return null;
-    const knee = Math.floor(bound) + 1;
-    if (this.memory && knee > this.maxBatchSize()) return null;
-    return knee;
+    if (!this.time || !this.memory) return null;
+    const time = this.timeLines;
+    if (time[time.length - 1].slope <= 0) return null;
+    const top = this.maxBatchSize();
+    const cuts = new Set([1.0, top]);
+    for (const x of breakpoints(time)) {
+      for (const v of [x, x / 2]) if (1 < v && v < top) cuts.add(v);
+    }
+    const edges = [...cuts].sort((a, b) => a - b);
+    const g = KNEE_GAIN;
+    for (let i = 0; i + 1 < edges.length; i++) {
+      const [lo, hi] = [edges[i], edges[i + 1]];
+      const here = lineAt(time, (lo + hi) / 2);
+      const there = lineAt(time, lo + hi);
+      const a = 2 * here.slope - 2 * (1 + g) * there.slope;
+      const b = (1 + g) * there.intercept - 2 * here.intercept;
+      const first = Math.ceil(lo);
+      let found;
+      if (a === 0) found = b > 0 ? first : null;
+      else if (a > 0) found = first < b / a ? first : null;
+      else {
+        const bound = b / a;
+        if (Number.isNaN(bound) || !(bound < MAX_BATCH_SIZE)) found = null;
+        else found = bound < first ? first : Math.floor(bound) + 1;
+      }
+      if (found !== null && found <= hi) return found;
+    }
+    return null;
   }
 }

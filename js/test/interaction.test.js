@@ -362,7 +362,8 @@ describe("dragging the key-metric bars", () => {
 
   test("a report whose lines cannot support a drag is not draggable, and says why", () => {
     const report = loadReport("small");
-    report.models.time.intercept = -1; // an edited report claiming a drag
+    // An edited report claiming a drag: its time curve costs −1 ms at batch 0.
+    report.models.time.lines = [{ slope: report.models.time.slope, intercept: -1 }];
     view = mount({ report });
     expect(view.q("throughput-bar").getAttribute("aria-disabled")).toBe("true");
     expect(view.q("drag-reason").textContent).toBe("Dragging is off: the time line has a negative fixed cost per iteration");

@@ -1,4 +1,4 @@
-// The JS models must answer exactly what skyline_nb/models/linear.py answers: the shared
+// The JS models must answer exactly what skyline_nb/models/performance.py answers: the shared
 // fixture tests/fixtures/models_cases.json holds Python's results (make_models_cases.py).
 // Every entry of every case is checked, and the count is compared with the fixture, so a key
 // or a case the test does not know fails instead of being skipped.
@@ -50,6 +50,8 @@ const SCALARS = {
   max_throughput: [(p) => p.maxThroughput, close],
   can_manipulate: [(p) => p.canManipulate, exact],
   line_problems: [(p) => p.lineProblems(), exact],
+  bend_batch_size: [(p) => p.bendBatchSize, close],
+  launch_bound_up_to: [(p) => p.launchBoundUpTo, exact],
 };
 
 /** Check every expected entry of one case; returns how many were checked. */
@@ -83,7 +85,8 @@ test("the shared fixture has the awkward cases", () => {
   const names = new Set(cases.map((c) => c.name));
   for (const name of ["exact", "negative_time_intercept", "zero_time_intercept", "flat_memory",
     "decreasing_memory", "zero_capacity", "capacity_at_cap", "exact_halves", "too_few_points",
-    "cpu_without_budget", "through_origin", "far_sample", "before_the_bounded_range"]) {
+    "cpu_without_budget", "through_origin", "far_sample", "before_the_bounded_range",
+    "flat_time", "bend_time", "convex_cpu", "memory_hinge"]) {
     expect(names.has(name), name).toBe(true);
   }
   expect(names.size).toBe(cases.length); // names label the tests below: keep them unique
@@ -108,6 +111,20 @@ describe.each(cases.map((c) => [c.name, c]))("case %s agrees with Python", (name
     const problems = c.expected.line_problems;
     expect(p.canManipulate).toBe(problems.length === 0);
     expect(p.reason).toBe(problems.length ? problems.join("; ") : null);
+  });
+});
+
+// A report from before curves stored one line per model (slope and intercept, no "lines"):
+// every one-line case must read the same without its "lines" and "shape".
+describe.each(cases.filter((c) => c.models.time?.lines?.length === 1 && c.models.memory?.lines?.length === 1)
+  .map((c) => [c.name, c]))("case %s read as a one-line report", (name, c) => {
+  test("answers as the curve did", () => {
+    const strip = ({ lines: _l, shape: _s, ...rest }) => rest;
+    const p = new Predictor({ ...c.models, time: strip(c.models.time), memory: strip(c.models.memory) });
+    expect(p.maxBatchSize()).toBe(new Predictor(c.models).maxBatchSize());
+    expect(p.lineProblems()).toEqual(c.expected.line_problems);
+    for (const [input, want] of c.expected.predict_iteration_ms) close(answer(() => p.predictIterationMs(decode(input))), want, `${name} T(${input})`);
+    for (const [input, want] of c.expected.predict_peak_bytes) close(answer(() => p.predictPeakBytes(decode(input))), want, `${name} M(${input})`);
   });
 });
 

@@ -25,7 +25,7 @@ import torch
 
 from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.linear import PerformanceModels
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import StartingBatchOOMError

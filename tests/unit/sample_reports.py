@@ -10,7 +10,7 @@ Numbers are chosen so sums are exact in binary floating point.
 from __future__ import annotations
 
 from skyline_nb.categories import Categories, Category
-from skyline_nb.models.linear import PerformanceModels
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.report import (
     BatchSizeSource,
     DeviceInfo,

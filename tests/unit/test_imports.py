@@ -117,7 +117,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_walk_sees_both_kinds_of_import() -> None:
     report = IMPORTS["skyline_nb.report"]
-    assert "skyline_nb.models.linear" in report.module_level
+    assert "skyline_nb.models.performance" in report.module_level
     assert "skyline_nb.export.sqlite" in report.function_level
     assert "skyline_nb.profiler.session" in IMPORTS["skyline_nb"].function_level
     assert "skyline_nb.export" in IMPORTS["skyline_nb.export.sqlite"].module_level

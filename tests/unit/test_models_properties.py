@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-from itertools import pairwise
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from skyline_nb.models.linear import (
+from skyline_nb.models.performance import (
     EXTRAPOLATION_LIMIT,
+    FLAT_EXTRAPOLATION_LIMIT,
     KNEE_GAIN,
     MAX_BATCH_SIZE,
     LinearFit,
@@ -69,11 +69,12 @@ def test_inverses_are_clamped_for_any_coefficients_and_targets(
 ) -> None:
     models = build(a, b, c, d, capacity, (1, largest))
     top = models.max_batch_size()
-    assert 1 <= top <= min(MAX_BATCH_SIZE, EXTRAPOLATION_LIMIT * largest)
+    reach = FLAT_EXTRAPOLATION_LIMIT if models.time.shape == "flat" else EXTRAPOLATION_LIMIT
+    assert 1 <= top <= min(MAX_BATCH_SIZE, reach * largest)
     json.dumps(models.to_dict(), allow_nan=False)  # strict JSON whatever the coefficients
     for answer in (models.batch_size_for_throughput(target), models.batch_size_for_memory(target)):
         assert isinstance(answer, int) and 1 <= answer <= top
-    if c > 0 and capacity > 0 and top < min(MAX_BATCH_SIZE, EXTRAPOLATION_LIMIT * largest):
+    if c > 0 and capacity > 0 and top < min(MAX_BATCH_SIZE, reach * largest):
         assert top == 1 or models.predict_peak_bytes(top) <= capacity * (1 + 1e-12)
         assert models.predict_peak_bytes(top + 1) > capacity * (1 - 1e-12)
 
@@ -109,10 +110,11 @@ def test_fits_of_exact_lines_are_exact(
     a: float, b: float, c: float, d: float, sizes: list[int]
 ) -> None:
     assume(max(sizes) > min(sizes))
+    # Exact samples have no noise: a tolerance of 1e-9 keeps any growth from looking flat.
     models = PerformanceModels.from_samples(
-        sizes, [a * x + b for x in sizes], [c * x + d for x in sizes], 1 << 50
+        sizes, [a * x + b for x in sizes], [c * x + d for x in sizes], 1 << 50, tolerance=1e-9
     )
-    assert models.can_manipulate
+    assert models.can_manipulate and models.time.shape == "line"
     assert math.isclose(models.time.slope, a, rel_tol=1e-6)
     assert math.isclose(models.memory.slope, c, rel_tol=1e-6)
     scale = max(abs(b), a * max(sizes))
@@ -165,11 +167,12 @@ def test_whenever_dragging_is_on_every_invariant_holds(s: dict) -> None:
     peaks = [models.predict_peak_bytes(x) for x in checked]
     for values in (times, throughputs, peaks):
         assert all(math.isfinite(v) and v > 0 for v in values)
-    # Larger batch: more time, more memory, and never less throughput.
+    # Larger batch: more time and more memory. The throughput may fall (time per sample
+    # growing with the batch), but the maximum shown is the most anywhere in the range.
     assert times == sorted(times) and peaks == sorted(peaks)
-    assert all(t2 >= t1 * (1 - 1e-12) for t1, t2 in pairwise(throughputs))
     measured = [1000.0 * x / t for x, t in zip(s["sizes"], s["times"], strict=True)]
     assert models.max_throughput >= max(measured) and math.isfinite(models.max_throughput)
+    assert all(models.max_throughput >= t * (1 - 1e-12) for t in throughputs)
     # The line stays within 1.25× of every sample: the user's own batch is predicted sanely.
     for x, t in zip(s["sizes"], s["times"], strict=True):
         assert 1 / 1.25 <= models.predict_iteration_ms(x) / t <= 1.25

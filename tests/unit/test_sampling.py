@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skyline_nb.models.linear import PerformanceModels
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.sampling import MAX_FAILURES, choose_sizes
 
 MB = 1 << 20

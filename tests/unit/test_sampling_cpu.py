@@ -13,7 +13,7 @@ from pathlib import Path  # noqa: E402
 from scripted_chunks import script_chunks  # noqa: E402
 
 from skyline_nb.examples import mlp  # noqa: E402
-from skyline_nb.models.linear import PerformanceModels  # noqa: E402
+from skyline_nb.models.performance import PerformanceModels  # noqa: E402
 from skyline_nb.profiler import iteration  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.prepare import measure_iteration  # noqa: E402

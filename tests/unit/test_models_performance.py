@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skyline_nb.models.linear import (
+from skyline_nb.models.performance import (
     EXTRAPOLATION_LIMIT,
+    FLAT_EXTRAPOLATION_LIMIT,
     KNEE_GAIN,
     MAX_BATCH_SIZE,
     OLD_REPORT,
@@ -140,12 +141,15 @@ def test_lengths_must_agree() -> None:
         PerformanceModels.from_samples([1, 2, 3], [1.0, 2.0], [1, 2, 3], GIB)
 
 
-def test_time_not_growing_disables_dragging() -> None:
+def test_flat_time_is_launch_bound_and_drags_up_to_twice_the_samples() -> None:
     models = PerformanceModels.from_samples([4, 8, 16], [9.0, 9.0, 9.0], [10, 20, 40], GIB)
-    assert not models.can_manipulate
-    assert models.reason == "iteration time does not grow with the batch size"
-    assert models.max_throughput is None and models.knee_batch_size is None
-    assert models.time is not None  # the flat line is still drawn
+    assert models.can_manipulate and models.reason is None
+    assert models.time.shape == "flat" and models.launch_bound_up_to == 16
+    assert models.max_batch_size() == FLAT_EXTRAPOLATION_LIMIT * 16
+    # Doubling the batch doubles the throughput: no knee, the most at the top of the range.
+    assert models.knee_batch_size is None
+    assert models.max_throughput == pytest.approx(1000.0 * 32 / 9.0)
+    assert models.asymptotic_throughput is None and models.bend_batch_size is None
 
 
 def test_memory_not_growing_disables_dragging_without_dividing_by_zero() -> None:
@@ -233,7 +237,7 @@ def test_rounding_is_pythons_ties_to_even_as_the_javascript_mirror() -> None:
 
 
 # ---- inverse ∘ predict ---------------------------------------------------------------------
-@pytest.mark.parametrize(("a", "b"), [(0.5, 4.0), (0.01, 100.0), (3.0, 0.2), (2.0, -1.5)])
+@pytest.mark.parametrize(("a", "b"), [(0.5, 4.0), (0.01, 100.0), (3.0, 0.2)])
 def test_inverse_of_prediction_is_identity(a: float, b: float) -> None:
     models = given(a, b, c=2**20, d=5e7, capacity=4 * GIB, measured=(4, 1024))
     top = models.max_batch_size()
@@ -243,11 +247,13 @@ def test_inverse_of_prediction_is_identity(a: float, b: float) -> None:
         assert models.batch_size_for_memory(models.predict_peak_bytes(x)) == x
 
 
-def test_negative_intercept_is_inverted_on_the_decreasing_branch_and_cannot_drag() -> None:
+def test_negative_intercept_gives_the_smallest_batch_reaching_a_throughput_and_cannot_drag(
+) -> None:
     models = given(2.0, -1.5, c=1000.0, d=10_000.0, capacity=10_000_000)
     asymptote = 1000.0 / 2.0
     assert models.predict_throughput(1) > models.predict_throughput(50) > asymptote
-    assert models.batch_size_for_throughput(asymptote * 0.5) == models.max_batch_size()
+    # The throughput falls as the batch grows: batch 1 reaches any target below its own.
+    assert models.batch_size_for_throughput(asymptote * 0.5) == 1
     assert models.batch_size_for_throughput(1e9) == 1
     assert models.knee_batch_size == 1
     # Throughput falling as the batch grows is what a negative fixed cost claims: no drag.
@@ -329,7 +335,9 @@ def test_dict_layout_keeps_the_keys_the_widget_reads() -> None:
         "max_batch_size",
     } <= data.keys()
     assert data["measured_range"] == [4, 32] and data["memory_bound"] is True
-    assert set(data["time"]) == {"slope", "intercept", "r2", "residuals"}
+    assert set(data["time"]) == {"lines", "shape", "slope", "intercept", "r2", "residuals"}
+    assert data["time"]["lines"] == [{"slope": data["time"]["slope"],
+                                      "intercept": data["time"]["intercept"]}]
     assert data["max_batch_size"] == exact_models().max_batch_size()
     assert PerformanceModels.from_dict({**data, "added_later": 1}) == exact_models()
 
@@ -357,8 +365,9 @@ def test_memory_follows_the_upper_segment_of_a_bent_peak() -> None:
     xs = [8, 16, 32, 64]
     models = PerformanceModels.from_samples(xs, [2.0 * x + 5 for x in xs], [peak(x) for x in xs],
                                             capacity_bytes=10**12)
-    for x in (128, 256, 512):
+    for x in (1, 8, 12, 16, 30, 128, 256, 512):  # the hinge: exact on both sides of the bend
         assert models.predict_peak_bytes(x) == pytest.approx(peak(x), rel=1e-12)
     least_squares = LinearFit.fit(xs, [peak(x) for x in xs])
     assert least_squares(256) < 0.99 * peak(256)  # what the old fit would have said
-    assert models.memory.r2 < 1.0  # the bend stays visible in the fit's quality
+    assert models.memory.shape == "bend" and models.memory.r2 == pytest.approx(1.0)
+    assert models.memory.breakpoints() == pytest.approx([30.0])

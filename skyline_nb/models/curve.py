@@ -1,0 +1,264 @@
+"""Curves that are the maximum of a few lines, fitted to a training step's measured samples.
+
+Why a maximum of lines (a convex, piecewise-linear curve): the iteration time of a model that
+is launch-bound at small batches is flat (the host launching kernels) and then grows in a
+straight line once the device is busy, T(b) = max(T_floor, α + β·b), the hinge Pollux/AdaptDL
+and XSP describe; on a CPU the time per sample of a CNN grows with the batch past a cache or
+allocator threshold, a steeper line taking over. Peak memory is the largest of several phases,
+each growing in a straight line with the batch: again a maximum of lines. One form covers the
+four shapes, each evaluated, inverted and drawn the same way here and in js/src/predict.js:
+
+- ``flat``: one line of slope 0 (time that does not grow over the samples: launch-bound);
+- ``line``: one line (Skyline's R(x) = a·x + b);
+- ``bend``: a floor and a line (the hinge; ``bend()`` is where they meet);
+- ``convex``: two lines or more, each steeper than the one before.
+
+``fit_time`` chooses the simplest shape whose every sample lies within ``tolerance`` of it
+(relative), so a straight line is kept wherever it describes the samples, and a bend or a
+steeper segment appears only where the samples show one beyond their noise. ``fit_memory``
+starts from the line through the two largest sizes (beyond the samples, where the widget
+predicts, the last phase's line is the right one) and adds the lines of earlier phases only
+where a smaller sample lies above it (the peak moved between phases).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from skyline_nb.models.fit import LinearFit, _points
+
+FLAT, LINE, BEND, CONVEX = "flat", "line", "bend", "convex"
+SHAPES = (FLAT, LINE, BEND, CONVEX)
+# Default relative tolerance of ``fit_time``: a shape is kept when every sample is within 3 %
+# of it (repeated CPU samples of one size agree within 2–5 %; BENCHMARKS.md).
+TOLERANCE = 0.03
+
+
+@dataclass(frozen=True)
+class Line:
+    slope: float
+    intercept: float
+
+    def __call__(self, x: float) -> float:
+        return self.slope * x + self.intercept
+
+
+@dataclass
+class Curve:
+    """y(x) = max over ``lines`` of slope·x + intercept; ``lines`` sorted by slope, each of
+    them the largest somewhere. ``r2`` and ``residuals`` (measured − curve) over the samples
+    the curve was fitted to; R² is centred on their mean, so a flat curve scores 0."""
+
+    lines: list[Line]
+    r2: float = 1.0
+    residuals: list[float] = field(default_factory=list)
+    shape: str = LINE
+
+    @classmethod
+    def of_line(cls, fit: LinearFit) -> Curve:
+        shape = FLAT if fit.slope == 0 else LINE
+        return cls([Line(fit.slope, fit.intercept)], fit.r2, list(fit.residuals), shape)
+
+    def __call__(self, x: float) -> float:
+        return max(line(x) for line in self.lines)
+
+    @property
+    def slope(self) -> float:
+        """The steepest line's slope: how fast y grows for large x (time: 1/asymptotic rate)."""
+        return self.lines[-1].slope
+
+    @property
+    def intercept(self) -> float:
+        return self.lines[-1].intercept
+
+    def breakpoints(self) -> list[float]:
+        """Where each line hands over to the next, steeper one (increasing)."""
+        return [(a.intercept - b.intercept) / (b.slope - a.slope)
+                for a, b in zip(self.lines, self.lines[1:], strict=False)]
+
+    def bend(self) -> float | None:
+        """Where a ``bend`` curve's floor meets its line; None for other shapes."""
+        return self.breakpoints()[0] if self.shape == BEND else None
+
+    def line_at(self, x: float) -> Line:
+        """The line that is the curve at x (the steeper one at a breakpoint)."""
+        best = self.lines[0]
+        for line in self.lines[1:]:
+            if line(x) >= best(x):
+                best = line
+        return best
+
+    def inverse(self, y: float) -> float:
+        """The largest x with curve(x) ≤ y: min over growing lines of (y − intercept)/slope.
+
+        −inf when a line that does not grow already exceeds y (no x fits), +inf when none
+        grows and none exceeds it, nan when y is nan (callers clamp).
+        """
+        if math.isnan(y):
+            return math.nan
+        if any(line.slope <= 0 and line.intercept > y for line in self.lines):
+            return -math.inf
+        growing = [(y - line.intercept) / line.slope for line in self.lines if line.slope > 0]
+        return min(growing) if growing else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        """The lines, plus the steepest one's ``slope`` and ``intercept`` (the asymptote; the
+        only line a report from before curves had)."""
+        return {
+            "lines": [{"slope": line.slope, "intercept": line.intercept} for line in self.lines],
+            "shape": self.shape,
+            "slope": self.slope,
+            "intercept": self.intercept,
+            "r2": self.r2,
+            "residuals": list(self.residuals),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Curve:
+        """Read ``to_dict``; a dict without ``lines`` (an older report) is its one line."""
+        residuals = [float(r) for r in data.get("residuals", [])]
+        if "lines" not in data:
+            return cls.of_line(LinearFit(float(data["slope"]), float(data["intercept"]),
+                                         float(data["r2"]), residuals))
+        lines = [Line(float(item["slope"]), float(item["intercept"])) for item in data["lines"]]
+        if not lines:
+            raise ValueError("a curve needs at least one line")
+        shape = data.get("shape", LINE)
+        return cls(lines, float(data["r2"]), residuals, shape if shape in SHAPES else LINE)
+
+
+def _finish(lines: list[Line], shape: str, x: np.ndarray, y: np.ndarray) -> Curve:
+    curve = Curve(_upper_envelope(lines), shape=shape)
+    residuals = y - np.array([curve(v) for v in x])
+    total = float(np.sum((y - y.mean()) ** 2))
+    curve.r2 = 1.0 - float(np.sum(residuals**2)) / total if total > 0 else 1.0
+    curve.residuals = [float(r) for r in residuals]
+    return curve
+
+
+def _upper_envelope(lines: list[Line]) -> list[Line]:
+    """The lines that are the maximum somewhere (for x > 0), sorted by slope."""
+    kept: list[Line] = []
+    for line in sorted(lines, key=lambda v: (v.slope, v.intercept)):
+        while kept and kept[-1].slope == line.slope:
+            kept.pop()  # same slope: the higher intercept (sorted last) wins
+        while len(kept) >= 2 and _crossing(kept[-2], line) <= _crossing(kept[-2], kept[-1]):
+            kept.pop()  # the middle line is never above both neighbours
+        kept.append(line)
+    while len(kept) >= 2 and _crossing(kept[0], kept[1]) <= 0:
+        kept.pop(0)  # a line that leads only at x ≤ 0 never matters for a batch size
+    return kept
+
+
+def _crossing(a: Line, b: Line) -> float:
+    return (a.intercept - b.intercept) / (b.slope - a.slope)
+
+
+def _groups(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct x (sorted) and the mean y at each."""
+    xs = np.unique(x)
+    return xs, np.array([float(y[x == v].mean()) for v in xs])
+
+
+def _line(xs: np.ndarray, ys: np.ndarray) -> Line:
+    fit = LinearFit.fit(xs, ys)
+    return Line(fit.slope, fit.intercept)
+
+
+def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[str, list[Line]]]:
+    """Every shape the grouped samples allow, simplest first: flat; one line; a floor and a
+    line; two lines; a floor and two lines. A floor rests on two sizes or more (one point is
+    no evidence that the time stops falling below it); two lines share the size where one
+    hands over to the other, so three sizes can show a steepening (a CPU past its caches)."""
+    n = len(xs)
+    found: list[tuple[str, list[Line]]] = [(FLAT, [Line(0.0, float(ys.mean()))])]
+    if n >= 2:
+        found.append((LINE, [_line(xs, ys)]))
+    for i in range(2, n - 1):  # floor on xs[:i], line on xs[i:]
+        found.append((BEND, [Line(0.0, float(ys[:i].mean())), _line(xs[i:], ys[i:])]))
+    for i in range(1, n - 1):  # line on xs[:i+1], steeper line on xs[i:]
+        found.append((CONVEX, [_line(xs[:i + 1], ys[:i + 1]), _line(xs[i:], ys[i:])]))
+    for i in range(2, n - 2):
+        for j in range(i + 1, n - 1):
+            floor = Line(0.0, float(ys[:i].mean()))
+            found.append((CONVEX, [floor, _line(xs[i:j + 1], ys[i:j + 1]),
+                                   _line(xs[j:], ys[j:])]))
+    return found
+
+
+def _valid_time(lines: list[Line], xs: np.ndarray) -> bool:
+    """Time never falls as the batch grows, is positive at batch 1, and each piece of a
+    multi-line shape is steeper than the one before (else it is not the shape it claims)."""
+    slopes = [line.slope for line in lines]
+    if any(s < 0 for s in slopes) or any(b <= a for a, b in itertools.pairwise(slopes)):
+        return False
+    return max(line(1.0) for line in lines) > 0 and max(line(float(xs[0])) for line in lines) > 0
+
+
+def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERANCE) -> Curve:
+    """The simplest curve (``_time_candidates``' order) with every sample within
+    ``tolerance`` of it, relative; when none is, the one with the least squared error.
+
+    A straight line whose intercept comes out negative (time per sample growing a little
+    with the batch) is replaced by the line through the origin, as least squares subject to
+    a fixed cost ≥ 0 would draw it, unless a steeper segment describes the samples better.
+    """
+    x, y = _points(xs, ys)
+    if np.any(y <= 0):
+        raise ValueError("iteration times must be positive")
+    gx, gy = _groups(x, y)
+    best: Curve | None = None
+    best_error = math.inf
+    for shape, lines in _time_candidates(gx, gy):
+        if shape == LINE and lines[0].intercept < 0:
+            fit = LinearFit.through_origin(gx, gy)
+            lines = [Line(fit.slope, 0.0)]
+        if not _valid_time(lines, gx):
+            continue
+        curve = _finish(lines, shape, x, y)
+        if len(curve.lines) < len(lines):
+            continue  # a piece that is never the maximum: the simpler shape covers it
+        worst = max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True))
+        if worst <= tolerance:
+            return curve
+        error = float(np.sum(np.square(curve.residuals)))
+        if error < best_error:
+            best, best_error = curve, error
+    assert best is not None  # the flat curve is always valid for positive times
+    return best
+
+
+def fit_memory(xs: Sequence[float], ys: Sequence[float]) -> Curve:
+    """The line through the two largest sizes (``LinearFit.upper_segment``) and, where a
+    smaller sample lies above it (an earlier phase held the peak there), the fewest lines
+    through consecutive smaller sizes, each less steep, that reach every such sample: a hinge
+    for two phases. Exact at the two largest sizes, never below the other samples that a
+    less steep line can reach."""
+    x, y = _points(xs, ys)
+    gx, gy = _groups(x, y)
+    upper = LinearFit.upper_segment(x, y)
+    lines = [Line(upper.slope, upper.intercept)]
+    for k in range(len(gx) - 2):
+        pair = _line(gx[k:k + 2], gy[k:k + 2])
+        if pair.slope < 0:  # no phase's memory falls as the batch grows: hold the larger
+            pair = Line(0.0, float(gy[k]))
+        if pair.slope < upper.slope:
+            lines.append(pair)
+
+    def reach(kept: list[Line]) -> list[float]:
+        return [max(line(float(v)) for line in kept) for v in gx]
+
+    needed = reach(lines)
+    for line in sorted(lines[1:], key=lambda v: -v.slope):  # drop what the others cover
+        rest = [other for other in lines if other is not line]
+        if all(r >= n - 1e-12 * abs(n) for r, n in zip(reach(rest), needed, strict=True)):
+            lines = rest
+    curve = _finish(lines, LINE, x, y)
+    curve.shape = BEND if len(curve.lines) > 1 else LINE
+    return curve

@@ -1,0 +1,381 @@
+"""Performance models of one training iteration: time T(b) ms and peak memory M(b) bytes.
+
+Pure numpy (no torch), so the report and the widget's maths can be checked without a device.
+Skyline fitted two straight lines, R(x) = a·x + b and M(x) = c·x + d, and let the user drag
+along them. Here each is a ``Curve`` (``curve.py``): the maximum of a few lines, so a time that
+is flat while launch-bound and then grows (a bend), or grows faster past a threshold, is
+followed; a straight line stays a straight line. The widget's JavaScript (js/src/predict.js)
+mirrors the predictions, ``max_batch_size``, ``max_throughput``, the knee, the bend and
+``line_problems`` from the lines stored in the report, so both sides keep the same formulas
+(``tests/fixtures/models_cases.json`` holds Python's answers for the JS tests).
+
+What a report may show (the invariants ``skyline_nb.report_checks`` verifies): whenever
+``can_manipulate`` is true, over the whole drag range [1, ``max_batch_size()``] the predicted
+time is positive and finite, the peak is positive, and ``max_throughput`` is the largest
+predicted throughput there and at least every measured throughput. The throughput may fall
+where time per sample grows with the batch (a CPU past its caches): that is what a user gets.
+The range ends at the memory capacity when that is a real bound (``memory_bound``: GPU memory
+or a CPU budget the user gave; a CPU's free RAM is no bound a user means) and at
+``EXTRAPOLATION_LIMIT`` times the largest measured batch size (``FLAT_EXTRAPOLATION_LIMIT``
+when the time did not grow over the samples: "launch-bound up to at least N" says nothing of
+where it starts to grow).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skyline_nb.models.curve import FLAT, TOLERANCE, Curve, fit_memory
+from skyline_nb.models.fit import LinearFit
+from skyline_nb.models.trust import fit_time
+
+__all__ = ["EXTRAPOLATION_LIMIT", "FLAT_EXTRAPOLATION_LIMIT", "KNEE_GAIN", "MAX_BATCH_SIZE",
+           "Curve", "LinearFit", "PerformanceModels"]
+
+MIN_POINTS = 3
+KNEE_GAIN = 0.05  # XSP's rule: doubling the batch buys less than 5 % more throughput
+EXTRAPOLATION_LIMIT = 8  # the drag reaches at most 8× the largest measured batch size
+FLAT_EXTRAPOLATION_LIMIT = 2  # ... and 2× it when the time did not grow over the samples
+# Batch sizes are integers the JS side must hold exactly; a near-zero memory slope must not
+# turn into a batch size of 10^300 (or an OverflowError in math.floor).
+MAX_BATCH_SIZE = 2**31 - 1
+OLD_REPORT = "this report was written before the drag range was bounded; profile again to drag"
+
+
+def _curve(fit: Curve | LinearFit | None) -> Curve | None:
+    return Curve.of_line(fit) if isinstance(fit, LinearFit) else fit
+
+
+@dataclass
+class PerformanceModels:
+    """The fitted time and memory curves plus what the widget needs to drag with them.
+
+    ``can_manipulate`` is false, and ``reason`` says why, when the samples are too few or the
+    time curve cannot be trusted (``trust.fit_time``), or when the curves themselves cannot
+    support a drag (``line_problems``: checked on construction, so a hand-built or edited
+    report cannot claim otherwise). The fits are kept when they exist, so the widget can draw
+    them beside the measured points. ``measured_range`` is the smallest and largest batch size
+    the fit used; ``measured_max_throughput`` the best throughput among those samples. A
+    ``LinearFit`` given for ``time`` or ``memory`` is taken as its one-line curve.
+    """
+
+    time: Curve | None
+    memory: Curve | None
+    capacity_bytes: int
+    can_manipulate: bool
+    reason: str | None = None
+    knee_batch_size: int | None = None
+    memory_bound: bool = True
+    measured_range: tuple[int, int] | None = None
+    measured_max_throughput: float | None = None
+
+    def __post_init__(self) -> None:
+        self.time, self.memory = _curve(self.time), _curve(self.memory)
+        problems = self.line_problems()
+        if self.can_manipulate and problems:
+            self.can_manipulate = False
+            self.reason = self.reason or "; ".join(problems)
+
+    @classmethod
+    def from_samples(
+        cls,
+        batch_sizes: Sequence[int],
+        iteration_ms: Sequence[float],
+        peak_bytes: Sequence[int],
+        capacity_bytes: int,
+        reason: str | None = None,
+        *,
+        memory_bound: bool = True,
+        tolerance: float = TOLERANCE,
+    ) -> PerformanceModels:
+        """Fit both curves; ``can_manipulate`` is false (with why) when a fit is unusable.
+
+        Samples with a non-finite value, a batch size below 1 or a non-positive time cannot be
+        measurements and are left out (``reason`` mentions it if that leaves too few points).
+        ``reason`` from the sampler (e.g. "out of memory at 64") is kept when the fit fails.
+        ``memory_bound``: whether ``capacity_bytes`` bounds the batch size (see the module);
+        ``tolerance``: how far (relative) the samples scatter when nothing changes, for
+        ``curve.fit_time``.
+        """
+        if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes):
+            raise ValueError("batch_sizes, iteration_ms and peak_bytes differ in length")
+        rows = [
+            (float(x), float(t), float(m))
+            for x, t, m in zip(batch_sizes, iteration_ms, peak_bytes, strict=True)
+            if all(math.isfinite(float(v)) for v in (x, t, m)) and x >= 1 and t > 0 and m >= 0
+        ]
+        dropped = len(batch_sizes) - len(rows)
+        distinct = len({x for x, _, _ in rows})
+        if distinct < MIN_POINTS:
+            why = f"only {distinct} batch size(s) could be measured; predictions need {MIN_POINTS}"
+            if dropped:
+                why += f" ({dropped} sample(s) had invalid values)"
+            return cls(None, None, capacity_bytes, False, reason or why, memory_bound=memory_bound)
+        xs, ts, ms = zip(*rows, strict=True)
+        time, problems = fit_time(xs, ts, tolerance)
+        models = cls(
+            time,
+            fit_memory(xs, ms),
+            capacity_bytes,
+            not problems,
+            "; ".join(problems) or None,
+            memory_bound=memory_bound,
+            measured_range=(int(min(xs)), int(max(xs))),
+            measured_max_throughput=max(1000.0 * x / t for x, t in zip(xs, ts, strict=True)),
+        )
+        if problems:  # say everything that is wrong, the samples' and the curves' own
+            models.reason = "; ".join(
+                problems + [p for p in models.line_problems() if p not in problems])
+        models.knee_batch_size = models._knee()
+        return models
+
+    def line_problems(self) -> list[str]:
+        """Why these curves cannot support a drag, whatever the samples were (mirrored in JS).
+
+        A trusted time curve never falls (no line with a negative slope), has no negative
+        fixed cost (its value at batch 0) and is positive at batch 1 (so the time is positive
+        over the range), the memory curve grows and predicts
+        a positive peak at batch 1, a capacity that bounds the range is known, and the range
+        reaches the largest measured batch (it ran, so the curves must allow it).
+        """
+        if self.time is None or self.memory is None:
+            return ["this report has no fitted lines"]
+        if self.measured_range is None:
+            return [OLD_REPORT]
+        problems = []
+        if any(line.slope < 0 for line in self.time.lines):
+            problems.append("iteration time does not grow with the batch size")
+        elif self.time(0) < 0:
+            problems.append("the time line has a negative fixed cost per iteration")
+        elif self.time(1) <= 0:
+            problems.append("the time curve predicts no time at batch size 1")
+        if self.memory.slope <= 0:
+            problems.append("peak memory does not grow with the batch size")
+        elif self.memory(1) <= 0:
+            problems.append("the memory line predicts no memory at batch size 1")
+        if self.memory_bound and self.capacity_bytes <= 0:
+            problems.append("the device's memory capacity is unknown")
+        if not problems and self.max_batch_size() < self.measured_range[1]:
+            problems.append(
+                f"the memory line puts the measured batch size {self.measured_range[1]} "
+                "beyond the memory capacity"
+            )
+        return problems
+
+    # ---- what the curves say (mirrored in js/src/predict.js) --------------------------------
+    @property
+    def launch_bound_up_to(self) -> int | None:
+        """The largest measured batch size when the time did not grow up to it, else None."""
+        if self.time is None or self.time.shape != FLAT or self.measured_range is None:
+            return None
+        return self.measured_range[1]
+
+    @property
+    def bend_batch_size(self) -> float | None:
+        """Where the time stops being flat and starts to grow (a ``bend`` curve), else None."""
+        return None if self.time is None else self.time.bend()
+
+    @property
+    def asymptotic_throughput(self) -> float | None:
+        """1000 / the steepest time slope: the throughput only an infinite batch reaches."""
+        if self.time is None or self.time.slope <= 0:
+            return None
+        value = 1000.0 / self.time.slope
+        return value if math.isfinite(value) else None
+
+    # ---- predictions (mirrored in js/src) -------------------------------------------------
+    def predict_iteration_ms(self, batch_size: float) -> float:
+        return self._need(self.time)(batch_size)
+
+    def predict_throughput(self, batch_size: float) -> float:
+        """Samples per second at ``batch_size``; inf where the curve predicts no time at all."""
+        ms = self.predict_iteration_ms(batch_size)
+        return 1000.0 * batch_size / ms if ms > 0 else math.inf
+
+    def predict_peak_bytes(self, batch_size: float) -> float:
+        return self._need(self.memory)(batch_size)
+
+    def _turns(self, top: int) -> list[float]:
+        """Batch sizes in [1, top] between which the throughput is monotone: the ends and the
+        time curve's breakpoints (on one line, x/(a·x + b) is monotone)."""
+        time = self._need(self.time)
+        return [1.0, *(x for x in time.breakpoints() if 1 < x < top), float(top)]
+
+    @property
+    def max_throughput(self) -> float | None:
+        """The most the user can get within the drag range: predicted or measured.
+
+        The throughput is monotone between the time curve's breakpoints, so its largest value
+        over [1, top] is at one of them or at an end; the best measured throughput is
+        included, so this is never below a measured one (a sample a little above the curve is
+        noise the trust rules allow). Not the asymptote, which only an infinite batch reaches.
+        None while dragging is off.
+        """
+        if not self.can_manipulate or self.time is None:
+            return None
+        top = self.max_batch_size()
+        value = max([self.predict_throughput(x) for x in self._turns(top)]
+                    + [self.measured_max_throughput or 0.0])
+        return value if math.isfinite(value) else None
+
+    def batch_size_for_throughput(self, samples_per_s: float) -> int:
+        """The smallest batch size whose predicted throughput reaches ``samples_per_s``, in
+        [1, max_batch_size]; for scripts ("which batch gives 2,000 samples/s?").
+
+        On each monotone stretch (``_turns``) the time is one line a·x + b, and
+        1000·x / (a·x + b) = t at x = t·b / (1000 − t·a). Where no stretch reaches t, the
+        batch size with the most throughput (nan gives 1).
+        """
+        if math.isnan(samples_per_s):
+            return 1
+        time = self._need(self.time)
+        top = self.max_batch_size()
+        turns = self._turns(top)
+        if self.predict_throughput(1) >= samples_per_s:
+            return 1
+        for lo, hi in itertools.pairwise(turns):
+            line = time.line_at((lo + hi) / 2)
+            denominator = 1000.0 - samples_per_s * line.slope
+            x = samples_per_s * line.intercept / denominator if denominator != 0 else math.nan
+            if lo <= x <= hi and line(x) > 0:
+                return self._clamp(x)
+        return self._clamp(max(turns, key=self.predict_throughput))
+
+    def batch_size_for_memory(self, peak_bytes: float) -> int:
+        """The largest batch size whose predicted peak is at most ``peak_bytes``, rounded, in
+        [1, max_batch_size]; for scripts ("which batch fits 10 GiB?"). 1 when memory does not
+        grow."""
+        memory = self._need(self.memory)
+        if memory.slope <= 0:
+            return 1
+        return self._clamp(memory.inverse(peak_bytes))
+
+    def max_batch_size(self) -> int:
+        """The top of the drag range, in [1, MAX_BATCH_SIZE].
+
+        The smaller of: the largest batch whose predicted peak fits the capacity,
+        ⌊curve⁻¹(capacity)⌋ (only when ``memory_bound``; 1 when memory does not grow or the
+        capacity is unknown), and ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a
+        flat time) × the largest measured batch size.
+        """
+        memory = self._need(self.memory)
+        limits = [MAX_BATCH_SIZE]
+        if self.memory_bound:
+            limits.append(self._capacity_limit(memory))
+        if self.measured_range is not None:
+            flat = self.time is not None and self.time.shape == FLAT
+            reach = FLAT_EXTRAPOLATION_LIMIT if flat else EXTRAPOLATION_LIMIT
+            limits.append(reach * self.measured_range[1])
+        return max(1, min(limits))
+
+    def _capacity_limit(self, memory: Curve) -> int:
+        if memory.slope <= 0 or self.capacity_bytes <= 0:
+            return 1
+        x = memory.inverse(self.capacity_bytes)
+        if not x < MAX_BATCH_SIZE:  # also catches nan/inf
+            return MAX_BATCH_SIZE
+        return math.floor(x) if x >= 1 else 1
+
+    def _clamp(self, x: float) -> int:
+        """Round (Python's ``round``: ties to even), clamp to [1, max_batch_size]; nan gives 1."""
+        if math.isnan(x) or x < 1:
+            return 1
+        top = self.max_batch_size()
+        if x >= top:
+            return top
+        return max(1, min(round(x), top))
+
+    def _knee(self) -> int | None:
+        """Smallest integer x in [1, max_batch_size] with throughput(2x) < (1 + g)·throughput(x).
+
+        Between the points where x or 2x crosses a breakpoint of the time curve, T(x) and
+        T(2x) are each one line, a·x + b and c·(2x) + d, and the condition
+        2(a·x + b) < (1 + g)(2c·x + d) is linear: A·x < B with A = 2a − 2(1 + g)c,
+        B = (1 + g)d − 2b. None when no batch in the range satisfies it (a flat time: doubling
+        always doubles the throughput); 1 when every batch does.
+        """
+        time = self.time
+        if time is None or self.memory is None or time.slope <= 0:
+            return None
+        top = self.max_batch_size()
+        cuts = {1.0, float(top)}
+        for x in time.breakpoints():
+            cuts |= {v for v in (x, x / 2) if 1 < v < top}
+        edges = sorted(cuts)
+        g = KNEE_GAIN
+        for lo, hi in itertools.pairwise(edges):
+            here, there = time.line_at((lo + hi) / 2), time.line_at(lo + hi)
+            a_coef = 2 * here.slope - 2 * (1 + g) * there.slope
+            b_coef = (1 + g) * there.intercept - 2 * here.intercept
+            first = math.ceil(lo)
+            if a_coef == 0:
+                found = first if b_coef > 0 else None
+            elif a_coef > 0:
+                found = first if first < b_coef / a_coef else None
+            else:  # x > B / A
+                bound = b_coef / a_coef
+                if math.isnan(bound) or not bound < MAX_BATCH_SIZE:
+                    found = None
+                else:
+                    found = first if bound < first else math.floor(bound) + 1
+            if found is not None and found <= hi:
+                return found
+        return None
+
+    @staticmethod
+    def _need(fit: Curve | None) -> Curve:
+        if fit is None:
+            raise ValueError("no fitted model: predictions are off for this report")
+        return fit
+
+    # ---- serialisation -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for the report; the widget's JS reads these keys (keep them, add freely).
+
+        ``max_batch_size``, ``max_throughput``, ``bend_batch_size``, ``launch_bound_up_to`` and
+        ``asymptotic_throughput`` are derived (recomputed by ``from_dict``); they are written
+        so readers without the maths can still show them.
+        """
+        has_memory = self.memory is not None
+        return {
+            "time": None if self.time is None else self.time.to_dict(),
+            "memory": None if self.memory is None else self.memory.to_dict(),
+            "capacity_bytes": self.capacity_bytes,
+            "can_manipulate": self.can_manipulate,
+            "reason": self.reason,
+            "knee_batch_size": self.knee_batch_size,
+            "memory_bound": self.memory_bound,
+            "measured_range": None if self.measured_range is None else list(self.measured_range),
+            "measured_max_throughput": self.measured_max_throughput,
+            "max_throughput": self.max_throughput,
+            "max_batch_size": self.max_batch_size() if has_memory else None,
+            "bend_batch_size": self.bend_batch_size,
+            "launch_bound_up_to": self.launch_bound_up_to,
+            "asymptotic_throughput": self.asymptotic_throughput,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PerformanceModels:
+        """Read ``to_dict``'s JSON; a dict from before the bounded range cannot drag."""
+
+        def fit_of(item: dict[str, Any] | None) -> Curve | None:
+            return None if item is None else Curve.from_dict(item)
+
+        knee = data.get("knee_batch_size")
+        span = data.get("measured_range")
+        best = data.get("measured_max_throughput")
+        return cls(
+            time=fit_of(data.get("time")),
+            memory=fit_of(data.get("memory")),
+            capacity_bytes=int(data["capacity_bytes"]),
+            can_manipulate=bool(data["can_manipulate"]),
+            reason=data.get("reason"),
+            knee_batch_size=None if knee is None else int(knee),
+            memory_bound=bool(data.get("memory_bound", True)),
+            measured_range=None if span is None else (int(span[0]), int(span[1])),
+            measured_max_throughput=None if best is None else float(best),
+        )
