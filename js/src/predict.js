@@ -149,6 +149,15 @@ export class Predictor {
     return this.timeShape === "bend" ? breakpoints(this.timeLines)[0] : null;
   }
 
+  /** 1000 / the steepest time slope: the throughput only an infinite batch reaches, else null. */
+  get asymptoticThroughput() {
+    if (!this.time) return null;
+    const slope = this.timeLines[this.timeLines.length - 1].slope;
+    if (slope <= 0) return null;
+    const value = 1000.0 / slope;
+    return Number.isFinite(value) ? value : null;
+  }
+
   /** PerformanceModels._turns: the ends of [1, top] and the breakpoints between them. */
   turns(top) {
     need(this.time);

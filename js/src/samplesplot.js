@@ -18,7 +18,7 @@
 // every sample up to N: said in the title). Everything shown is text (textContent).
 
 import { h } from "./dom.js";
-import { formatBytes, formatInt, formatMs } from "./format.js";
+import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
 import { linearScale } from "./scale.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -269,6 +269,8 @@ export function createSamplesPlot({ report, predictor }) {
   const noteParts = [`measured at batch ${formatInt(measured[0])}\u2013${formatInt(measured[1])}`];
   const flat = predictor?.launchBoundUpTo;
   if (positive(flat)) noteParts.push(`launch-bound up to at least ${formatInt(flat)}`);
+  const asymptote = live ? predictor.asymptoticThroughput : null;
+  if (positive(asymptote)) noteParts.push(`asymptote ${formatThroughput(asymptote)}`);
   const keys = [key("point", "measured"), key("user", "your batch")];
   if (live) keys.push(key("measured", "fit, measured range"), key("extrapolated", "extrapolated"));
   const el = h("section", { class: "sk-samples", data: { skyline: "samples-plot" } }, [

@@ -52,6 +52,7 @@ const SCALARS = {
   line_problems: [(p) => p.lineProblems(), exact],
   bend_batch_size: [(p) => p.bendBatchSize, close],
   launch_bound_up_to: [(p) => p.launchBoundUpTo, exact],
+  asymptotic_throughput: [(p) => p.asymptoticThroughput, close],
 };
 
 /** Check every expected entry of one case; returns how many were checked. */

@@ -173,9 +173,10 @@ def _line(xs: np.ndarray, ys: np.ndarray) -> Line:
 
 def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[str, list[Line]]]:
     """Every shape the grouped samples allow, simplest first: flat; one line; a floor and a
-    line; two lines; a floor and two lines. A floor rests on two sizes or more (one point is
-    no evidence that the time stops falling below it); two lines share the size where one
-    hands over to the other, so three sizes can show a steepening (a CPU past its caches)."""
+    line; two lines; a floor and two lines; a chord between each two neighbours. A floor
+    rests on two sizes or more (one point is no evidence that the time stops falling below
+    it); two lines share the size where one hands over to the other, so three sizes can show
+    a steepening (a CPU past its caches)."""
     n = len(xs)
     found: list[tuple[str, list[Line]]] = [(FLAT, [Line(0.0, float(ys.mean()))])]
     if n >= 2:
@@ -189,6 +190,8 @@ def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[str, list[Lin
             floor = Line(0.0, float(ys[:i].mean()))
             found.append((CONVEX, [floor, _line(xs[i:j + 1], ys[i:j + 1]),
                                    _line(xs[j:], ys[j:])]))
+    if n >= 4:  # a chord between each two neighbours: any convex set of samples, exactly
+        found.append((CONVEX, [_line(xs[k:k + 2], ys[k:k + 2]) for k in range(n - 1)]))
     return found
 
 
@@ -207,7 +210,9 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
 
     A straight line whose intercept comes out negative (time per sample growing a little
     with the batch) is replaced by the line through the origin, as least squares subject to
-    a fixed cost ≥ 0 would draw it, unless a steeper segment describes the samples better.
+    a fixed cost ≥ 0 would draw it, unless a steeper segment describes the samples better;
+    pieces that would reach negative time at batch 0 get the smallest sample's time per
+    sample below it.
     """
     x, y = _points(xs, ys)
     if np.any(y <= 0):
@@ -219,6 +224,10 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
         if shape == LINE and lines[0].intercept < 0:
             fit = LinearFit.through_origin(gx, gy)
             lines = [Line(fit.slope, 0.0)]
+        elif max(line(0.0) for line in lines) < 0:
+            # Steep pieces drawn back to batch 0 would cost negative time there: below the
+            # smallest size, the time per sample measured there.
+            lines = [Line(float(gy[0] / gx[0]), 0.0), *lines]
         if not _valid_time(lines, gx):
             continue
         curve = _finish(lines, shape, x, y)

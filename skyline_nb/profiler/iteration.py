@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from skyline_nb.categories import Categories
@@ -48,9 +47,7 @@ from skyline_nb.profiler.timing import (
     HEADLINE,
     SAMPLE,
     Precision,
-    Run,
     Timing,
-    time_alternating,
     time_steps,
 )
 from skyline_nb.report import Sample
@@ -96,8 +93,8 @@ class SampleTiming:
 class WarmTrial:
     """The profile's one trial, kept warm, and the user's batch it was measured at.
 
-    ``peak_at(n)`` measures the peak at batch size n and ``time_sizes`` times those sizes (the
-    samples of the performance models); ``reference()`` measures the user's batch first.
+    ``peak_at(n)`` measures the peak at batch size n and ``time_at(n)`` times it right after
+    (the samples of the performance models); ``reference()`` measures the user's batch first.
     """
 
     trial: Trial
@@ -108,6 +105,7 @@ class WarmTrial:
     user_input_bytes: int = 0
     user_inputs: Inputs = ((), {}, [])
     categories_at: dict[int, Categories] = field(default_factory=dict)  # by ``peak_at``
+    last_inputs: tuple[int, Inputs] | None = None  # peak_at's, until time_at takes them
 
     def peak_at(self, batch_size: int) -> int:
         """Peak bytes of one iteration at ``batch_size``, and what was alive then
@@ -130,6 +128,7 @@ class WarmTrial:
         finally:
             tracker.close()
         self.trial.use_inputs(self.user_inputs)
+        self.last_inputs = (batch_size, sample_inputs)  # for time_at: the same tensors
         self.categories_at[batch_size] = Categories.at_peak(peak, snapshot.by_category)
         budget = self.device.memory_budget
         if self.device.kind == "cpu" and budget is not None and peak > budget:
@@ -138,26 +137,22 @@ class WarmTrial:
                 f"budget of {budget} bytes")
         return peak
 
-    def time_sizes(self, sizes: list[int], precision: Precision = SAMPLE) -> list[SampleTiming]:
-        """Time ``sizes`` (measured by ``peak_at`` first, so no timed iteration is the first at
-        its size) in rounds with the user's batch. Each size gets the ratio of its median to
-        the user's median over the same rounds: every iteration there follows one at another
-        size (switching sizes costs page faults a plain loop never pays, and more for larger
-        sizes), so both sides of the ratio pay it and it holds when the machine's speed drifts;
-        the headline is measured apart, on the user's batch alone.
-        """
+    def time_at(self, batch_size: int, precision: Precision = SAMPLE) -> SampleTiming:
+        """Time ``batch_size`` in a block of its own, right after ``peak_at`` ran its first
+        iteration there (so no timed iteration is the first at its size, which faults new
+        memory in): what a training loop at that size does. Switching sizes every iteration
+        instead makes every timed iteration pay page faults a plain loop never pays, more for
+        larger sizes (BENCHMARKS.md). ``ratio`` is over the user's headline median."""
         trial = self.trial
-        inputs = {n: self.inputs_for(n) for n in sizes}
-        runs = [Run(lambda: trial.use_inputs(self.user_inputs), trial.step, precision)]
-        runs += [Run(partial(trial.use_inputs, inputs[n]), trial.step, precision) for n in sizes]
+        size, inputs = self.last_inputs or (None, None)
+        self.last_inputs = None
+        trial.use_inputs(inputs if size == batch_size else self.inputs_for(batch_size))
         try:
-            time_alternating(runs, self.device)
+            timing = time_steps(trial.step, self.device, precision)
         finally:
             trial.use_inputs(self.user_inputs)
-        user_ms = runs[0].timing.result(precision)
-        return [SampleTiming(n, run.timing.result(precision) / user_ms, run.timing,
-                             run.timing.settled(precision))
-                for n, run in zip(sizes, runs[1:], strict=True)]
+        return SampleTiming(batch_size, timing.result(precision) / self.user.iteration_ms,
+                            timing, timing.settled(precision))
 
     def reference(self, inputs: Inputs, peak: int | None = None) -> None:
         """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``peak`` when the

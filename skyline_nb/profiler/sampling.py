@@ -46,7 +46,6 @@ MIN_POINTS = 3
 # a cache size, so a line through ½× and 2× under-predicts 4× (BENCHMARKS.md). ½× comes only
 # after them: peak memory is piecewise linear and a small batch can sit on another piece.
 MULTIPLES = (2, 4, 8)
-REACH = MULTIPLES[-1]
 # Out-of-memory failures tolerated before giving up: each costs a (failed) iteration. After
 # ABOVE_RETRIES of them, only sizes below the user's (which fit, since the user's did) are tried.
 MAX_FAILURES = 4
@@ -66,6 +65,7 @@ def choose_sizes(
     *,
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
     max_points: int = DEFAULT_POINTS,
+    multiples: tuple[int, ...] = MULTIPLES,
 ) -> tuple[dict[int, int], str | None]:
     """The user's batch plus up to ``max_points − 1`` more sizes, with their peak bytes.
 
@@ -81,7 +81,7 @@ def choose_sizes(
         raise ValueError(f"max_points must be at least {MIN_POINTS}, not {max_points}")
     if user < 1:
         raise ValueError(f"batch size must be at least 1, not {user}")
-    state = _State(user, capacity_bytes, {user: user_peak})
+    state = _State(user, capacity_bytes, {user: user_peak}, multiples)
     while len(state.measured) < max_points and state.failures < MAX_FAILURES:
         target = state.next_target()
         if target is None:
@@ -105,6 +105,7 @@ class _State:
     user: int
     capacity: int
     measured: dict[int, int]  # batch size → peak bytes
+    multiples: tuple[int, ...] = MULTIPLES
     too_big: int | None = None  # smallest size that ran out of memory (or over the budget)
     limit: float = math.inf  # after a failure: halfway between the last good size and it
     failures: int = 0
@@ -117,7 +118,8 @@ class _State:
 
     def ceiling(self) -> int:
         """The largest size worth trying above the user's: REACH× it, or what memory allows."""
-        top = min(REACH * self.user, self.limit, _memory_max(self.measured, self.capacity))
+        reach = max(self.multiples) * self.user
+        top = min(reach, self.limit, memory_max(self.measured, self.capacity))
         if self.too_big is not None:
             top = min(top, self.too_big - 1)
         return max(0, math.floor(top))
@@ -125,7 +127,7 @@ class _State:
     def next_target(self) -> int | None:
         ceiling = self.ceiling()
         candidates = []
-        for size in _preferred(self.user, ceiling):
+        for size in _preferred(self.user, ceiling, self.multiples):
             if size in self.measured or (self.too_big is not None and size >= self.too_big):
                 continue
             if size > self.user and self.failures >= ABOVE_RETRIES:
@@ -158,7 +160,7 @@ class _State:
         why = []
         if self.too_big is not None:
             why.append(f"batch size {self.too_big} ran out of memory")
-        elif self.capacity > 0 and self.ceiling() < REACH * self.user:
+        elif self.capacity > 0 and self.ceiling() < max(self.multiples) * self.user:
             why.append(
                 "other batch sizes are predicted to exceed the memory capacity "
                 f"({self.capacity / 2**20:.1f} MiB)"
@@ -178,7 +180,7 @@ def _apart(a: int, b: int) -> bool:
     return max(a, b) >= SPREAD * min(a, b)
 
 
-def _preferred(user: int, ceiling: int) -> list[int]:
+def _preferred(user: int, ceiling: int, multiples: tuple[int, ...] = MULTIPLES) -> list[int]:
     """Sizes in the order to measure them: above the user's batch, then below, then between.
 
     Above: 2×, 4×, 8× (each capped at the ceiling, so a memory limit below 8× is itself
@@ -188,7 +190,7 @@ def _preferred(user: int, ceiling: int) -> list[int]:
     does not exist (user 1 at a ceiling of 4 → 2, 4, then 3).
     """
     step = user + max(1, user // 4)  # a size just above the user's adds little to a fit
-    above = sorted({size for m in MULTIPLES if (size := min(m * user, ceiling)) >= step})
+    above = sorted({size for m in multiples if (size := min(m * user, ceiling)) >= step})
     below = sorted({user >> k for k in range(1, user.bit_length())} - {0}, reverse=True)
     return above + below + _between(user, ceiling, above)
 
@@ -200,7 +202,7 @@ def _between(user: int, ceiling: int, above: list[int]) -> list[int]:
     return [s for s in between if user < s < ceiling]
 
 
-def _memory_max(measured: dict[int, int], capacity: int) -> float:
+def memory_max(measured: dict[int, int], capacity: int) -> float:
     """The largest batch size predicted to fit ``capacity`` from the measured peaks.
 
     One point, or a line that does not grow: peak/batch is an upper bound on the slope, so

@@ -3,8 +3,8 @@
 Order of work (XSP's leveled approach: instrumentation never runs inside a timed iteration):
   1. iteration level, uninstrumented: iteration time, throughput, peak memory on one fresh
      trial (``iteration.py``), which is then kept warm for the other levels; optionally the
-     same at other batch sizes (``sampling.py`` chooses them), for the models, timed in rounds
-     with the user's batch, whose iterations complete the headline;
+     same at other batch sizes (``sample_plan.py`` chooses them as they are measured), for
+     the performance curves;
   2+3. one memory run and then instrumented runs: every op timed in situ with module paths and
      source lines (``operations.py``), the storages saved for backward, weights, grads and
      optimizer state (``memory.py``).
@@ -25,6 +25,7 @@ import torch
 
 from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
+from skyline_nb.models.curve import TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
@@ -49,7 +50,7 @@ from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.roofline import roofline
-from skyline_nb.profiler.sampling import choose_sizes
+from skyline_nb.profiler.sample_plan import sample_curve
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
@@ -66,6 +67,10 @@ LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 9, 10.0, 300.0
 # describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
 UNTRACKED_TOLERANCE = 0.10
 RECONCILE_ATTEMPTS = 6
+# Sampling other batch sizes may take this many of the user's iterations (at least
+# SAMPLING_FLOOR_MS): with the profile's own ~17, the whole stays near 30 (BENCHMARKS.md).
+SAMPLING_BUDGET, SAMPLING_FLOOR_MS = 13, 250.0
+MAX_TOLERANCE = 0.10
 
 
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
@@ -322,33 +327,48 @@ class _Sampled:
     categories: dict[int, Categories]
     timings: list[SampleTiming]
     reason: str | None
+    tolerance: float
+
+
+def _tolerance(level1: IterationResult) -> float:
+    """How far (relative) a sample may sit from a simpler curve and still be on it: three
+    times the headline's median absolute deviation, within [3 %, 10 %]."""
+    quiet = level1.timing.quiet() or level1.timing.ms
+    if len(quiet) < 3:
+        return TOLERANCE
+    middle = statistics.median(quiet)
+    spread = statistics.median(abs(t - middle) for t in quiet) / middle
+    return min(MAX_TOLERANCE, max(TOLERANCE, 3 * spread))
 
 
 def _sample(
     warm: WarmTrial, dev: Device, warnings: list[str], reporter: Reporter
 ) -> _Sampled:
-    """Sizes chosen by memory (``choose_sizes`` over ``WarmTrial.peak_at``), then timed together
-    with the user's batch (``WarmTrial.time_sizes``, which completes the headline)."""
+    """Sizes chosen as they are measured (``sample_plan.sample_curve``): at each, the peak
+    (``WarmTrial.peak_at``) and then the time in a block of its own (``WarmTrial.time_at``)."""
     first = warm.user
     user = first.batch_size
+    timings: dict[int, SampleTiming] = {}
 
-    def peak_at(n: int) -> int:
-        reporter.stage(f"peak memory at batch size {n}", 1 + n / user)
-        return warm.peak_at(n)
+    def measure(n: int) -> tuple[int, float]:
+        reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
+        peak = warm.peak_at(n)
+        timings[n] = warm.time_at(n)
+        return peak, timings[n].ratio * first.iteration_ms
 
-    peaks, reason = choose_sizes(peak_at, user, first.peak_bytes, dev.capacity_bytes(),
-                                 oom_errors=dev.oom_types)
-    sizes = [n for n in peaks if n != user]
-    reporter.stage(f"timing batch size {', '.join(map(str, sizes))}",
-                   2 * sum(1 + n / user for n in sizes))
-    timings = warm.time_sizes(sizes)
-    busy = [t.batch_size for t in timings if not t.converged and t.timing.waited_count]
+    tolerance = _tolerance(first)
+    found = sample_curve(
+        measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
+        oom_errors=dev.oom_types, tolerance=tolerance,
+        budget_ms=max(SAMPLING_BUDGET * first.iteration_ms, SAMPLING_FLOOR_MS))
+    chosen = [timings[n] for n in found.peaks if n != user]
+    busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:
         warnings.append(
             f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
             "be off; re-profile when it is quieter"
         )
-    return _Sampled(peaks, warm.categories_at, timings, reason)
+    return _Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance)
 
 
 def _fit(
@@ -373,5 +393,6 @@ def _fit(
         sampled.reason,
         # the machine's free RAM is no bound a user means; GPU memory or their budget is
         memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
+        tolerance=sampled.tolerance,
     )
     return samples, models

@@ -65,18 +65,19 @@ def test_samples_that_never_found_a_quiet_stretch_are_reported(monkeypatch) -> N
         times, fraction = real(step, device, n)
         return times, (0.5 if sampling[0] else fraction)
 
-    real_time_sizes = iteration.WarmTrial.time_sizes
+    real_time_at = iteration.WarmTrial.time_at
 
-    def time_sizes(self, sizes, precision=timing.SAMPLE):
+    def time_at(self, size, precision=timing.SAMPLE):
         sampling[0] = True
         try:
-            return real_time_sizes(self, sizes, precision)
+            return real_time_at(self, size, precision)
         finally:
             sampling[0] = False
 
     monkeypatch.setattr(timing, "timed_chunk", busy_while_sampling)
-    monkeypatch.setattr(iteration.WarmTrial, "time_sizes", time_sizes)
+    monkeypatch.setattr(iteration.WarmTrial, "time_at", time_at)
     report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
                      mlp.skyline_iteration_provider, batch_size=8, device="cpu")
     busy = [w for w in report.warnings if "timed on a busy machine" in w]
-    assert len(busy) == 1 and "batch size 16, 32 timed" in busy[0], report.warnings
+    sizes = ", ".join(str(s.batch_size) for s in report.samples if s.batch_size != 8)
+    assert len(busy) == 1 and f"batch size {sizes} timed" in busy[0], report.warnings

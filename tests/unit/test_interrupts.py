@@ -101,7 +101,7 @@ PLACES = [
     ("AllocatorReports.__exit__", 1),
     ("time_steps", 1),
     ("WarmTrial.peak_at", 2),
-    ("WarmTrial.time_sizes", 1),
+    ("WarmTrial.time_at", 1),
     ("timed_chunk", 5),
     ("OperationTracker.__enter__", 1),
     ("SavedTensorTracker.active", 1),

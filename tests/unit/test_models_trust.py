@@ -83,7 +83,7 @@ def test_a_negative_fixed_cost_is_drawn_through_the_origin(times: list[float]) -
     # (1.33, 1.39, 1.42 ms/sample): least squares says −0.3 and −2.05 ms at batch 0.
     assert LinearFit.fit(SIZES, times).intercept < 0
     models = PerformanceModels.from_samples(
-        SIZES, times, [1_000_000 * x + 50_000_000 for x in SIZES], GIB, tolerance=0.05)
+        SIZES, times, [1_000_000 * x + 50_000_000 for x in SIZES], GIB, tolerance=0.08)
     assert models.can_manipulate and models.reason is None and models.time.shape == "line"
     assert models.time.intercept == 0.0
     products = sum(x * t for x, t in zip(SIZES, times, strict=True))

@@ -97,8 +97,8 @@ def test_progress_names_each_stage_in_order_with_an_estimate():
             mlp.skyline_iteration_provider, batch_size=8, device="cpu", progress=seen.append)
     stages = [p.stage for p in seen]
     assert stages[0].startswith("building the model") and stages[-1] == "done"
-    assert any(s.startswith("peak memory at batch size 16") for s in stages)
-    assert any(s.startswith("timing batch size") for s in stages)
+    assert any(s.startswith("measuring batch size 16") for s in stages)
+    assert any(s.startswith("measuring batch size 4") for s in stages)
     assert any(s.startswith("timing each op") for s in stages)
     done = [p.done for p in seen]
     assert done == sorted(done) and done[0] >= 0.0 and done[-1] == 1.0

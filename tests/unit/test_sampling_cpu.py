@@ -74,25 +74,32 @@ def _counting_trial() -> tuple[Callable[[], Trial], list[int]]:
     return build, steps
 
 
-def test_the_profile_trial_is_built_once_and_samples_cost_their_rounds(monkeypatch):
+def test_the_profile_trial_is_built_once_and_samples_cost_their_blocks(monkeypatch):
     """40 ms iterations: the fresh trial takes 2 tracked warm-ups and 1 reference iteration (the
     step peak at the user's batch, in the same window) and the headline's 5 timed ones; a
-    sample's peak 2 iterations (one on the old inputs); two samples are timed in 2 rounds of 3
-    iterations (the user's batch, 16, 32), the ratios taken within those rounds."""
+    sample's peak 2 iterations (one on the old inputs), then its time 2 iterations in a block
+    of its own on the same inputs (the peak's iteration was the first at that size)."""
     script_chunks(monkeypatch, [(40.0, 0.0)])
     build, steps = _counting_trial()
     device = resolve_device("cpu")
-    inputs = lambda n: ((), {}, [torch.zeros(n)])  # noqa: E731
+    made = []
+
+    def inputs(n):
+        made.append(n)
+        return ((), {}, [torch.zeros(n)])
+
     headline, warm = iteration.measure_level1(build, device, 8, inputs_for=inputs)
     assert headline.converged and headline.iteration_ms == 40.0 and steps[0] == 2 + 1 + 5
-    steps[0] = 0
-    peaks = {n: warm.peak_at(n) for n in (16, 32)}
-    assert steps[0] == 2 + 2
-    assert peaks[16] == headline.peak_bytes + 8 * 4  # 8 more float32 input elements
-    steps[0] = 0
-    sampled = warm.time_sizes([16, 32])
-    assert steps[0] == 2 * 3 and [s.ratio for s in sampled] == [1.0, 1.0]
-    assert all(s.converged for s in sampled) and len(headline.timing.ms) == 5
+    for n in (16, 32):
+        steps[0] = 0
+        peak = warm.peak_at(n)
+        assert steps[0] == 2
+        assert peak == headline.peak_bytes + (n - 8) * 4  # more float32 input elements
+        steps[0] = 0
+        sampled = warm.time_at(n)
+        assert steps[0] == 2 and sampled.ratio == 1.0 and sampled.converged
+    assert made == [8, 16, 32]  # time_at took the peak's inputs, no new ones
+    assert len(headline.timing.ms) == 5
 
 
 @pytest.mark.parametrize("example", ["mlp", "cnn", "transformer", "lstm"])

@@ -1,0 +1,131 @@
+"""Which batch sizes to measure for the performance curves, decided as the measurements come in.
+
+Geometric spacing, cheapest first: 2× and ½× the user's batch (three points; ``choose_sizes``
+backs off when memory is short), then more only where the samples ask for it and the time
+budget allows:
+
+- while the time stays flat (launch-bound: the host, not the device, sets the pace), double the
+  largest size, up to ``FLAT_REACH``× the user's batch as memory allows: a curve that is flat
+  wherever it was measured says nothing of where it starts to grow, so look further (cheap:
+  flat means larger batches cost no more time);
+- where the curve bends or steepens and its steepest piece rests on one size only, twice the
+  largest size (a bend measured once beyond it could be anywhere between);
+- where iterations are cheap (under ``CHEAP_MS``), 4× the user's batch, then ¼×;
+- no more than ``budget_ms`` in all: a size whose expected cost (``_cost``) would go beyond it
+  is not measured (the caller: a few of the user's iterations, so that the whole profile stays
+  within the cost bar; BENCHMARKS.md).
+
+Each ``measure(n)`` measures the peak at n and then times n in a block of its own, its first
+iteration (the one that faults new memory in) being the peak's. Imports no torch: the profiler
+passes ``measure`` and its out-of-memory types, tests a scripted machine.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from skyline_nb.models.curve import FLAT, fit_time
+from skyline_nb.profiler.sampling import choose_sizes, memory_max
+
+FIRST = (2,)  # then ½×: choose_sizes tries sizes below the user's after those above
+FLAT_REACH = 64
+CHEAP_MS = 5.0
+# A size closer than this factor to the largest measured adds too little to extend the range.
+MIN_STEP = 1.25
+
+
+@dataclass
+class Samples:
+    """Peak bytes and iteration ms by batch size (the user's included), and why there are
+    too few when there are (``choose_sizes``' sentence)."""
+
+    peaks: dict[int, int]
+    times: dict[int, float]
+    reason: str | None = None
+    spent_ms: float = 0.0
+
+
+def sample_curve(
+    measure: Callable[[int], tuple[int, float]],
+    user: int,
+    user_peak: int,
+    user_ms: float,
+    capacity_bytes: int,
+    *,
+    oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
+    tolerance: float,
+    budget_ms: float,
+) -> Samples:
+    """Measure 2× and ½× the user's batch, then extend as the module says; never raises for
+    an out-of-memory (``oom_errors``), which ends the extension."""
+    found = Samples({user: user_peak}, {user: user_ms})
+    start = time.perf_counter()
+
+    def peak_at(n: int) -> int:
+        peak, ms = measure(n)
+        found.times[n] = ms
+        return peak
+
+    peaks, found.reason = choose_sizes(peak_at, user, user_peak, capacity_bytes,
+                                       oom_errors=oom_errors, multiples=FIRST)
+    found.peaks = peaks
+    while found.reason is None:
+        found.spent_ms = 1000.0 * (time.perf_counter() - start)
+        target = _next_size(found, user, user_ms, tolerance)
+        target = None if target is None else _fits(target, found.peaks, capacity_bytes)
+        if target is None or found.spent_ms + _cost(found, user_ms, target) > budget_ms:
+            break
+        try:
+            peak = peak_at(target)
+        except oom_errors:
+            break
+        if 0 < capacity_bytes < peak:
+            break
+        found.peaks[target] = peak
+    found.spent_ms = 1000.0 * (time.perf_counter() - start)
+    found.times = {n: found.times[n] for n in found.peaks}
+    found.peaks = dict(sorted(found.peaks.items()))
+    return found
+
+
+def _next_size(found: Samples, user: int, user_ms: float, tolerance: float) -> int | None:
+    sizes = sorted(found.peaks)
+    curve = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
+    largest, smallest = sizes[-1], sizes[0]
+    reach = FLAT_REACH * user
+    if curve.shape == FLAT:
+        return 2 * largest if largest < reach else None
+    # The steepest piece should rest on two sizes beyond the last breakpoint (a bend measured
+    # once beyond it puts the bend anywhere between): look once more beyond the largest.
+    last_break = max(curve.breakpoints(), default=0.0)
+    if sum(n > last_break * (1 + 1e-9) for n in sizes) < 2 and largest < reach:
+        return 2 * largest
+    if user_ms < CHEAP_MS:
+        if largest < 4 * user:
+            return 4 * user
+        if smallest > user // 4 >= 1:
+            return user // 4
+    return None
+
+
+def _cost(found: Samples, user_ms: float, size: int) -> float:
+    """What measuring ``size`` is expected to take: the peak's window (an iteration on the
+    user's inputs, one tracked at ``size``) and two timed ones, at the time of the nearest
+    measured size scaled by the batch."""
+    near = min(found.times, key=lambda n: abs(n - size))
+    at_size = found.times[near] * max(1.0, size / near)
+    return 2 * user_ms + 3 * at_size
+
+
+def _fits(target: int, peaks: dict[int, int], capacity: int) -> int | None:
+    """``target``, or the largest size memory is predicted to allow when that is smaller;
+    None when that adds too little beyond the largest measured."""
+    largest = max(peaks)
+    if target < largest:
+        return target if target not in peaks else None
+    allowed = memory_max(peaks, capacity)
+    size = min(target, math.floor(allowed)) if math.isfinite(allowed) else target
+    return size if size >= MIN_STEP * largest else None

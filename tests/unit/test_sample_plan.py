@@ -1,0 +1,163 @@
+"""Which sizes the profiler measures for its curves, on a scripted machine (no torch).
+
+``measure(n)`` returns what the profiler would measure at n: the peak and the iteration time
+(``WarmTrial.peak_at`` then ``time_at``). The shapes are issue 15's: flat then linear (a GPU
+launch-bound at small batches), purely linear, super-linear (a CPU past its caches), noisy,
+out of memory at several sizes; first iterations that fault memory in are checked on the
+real ``WarmTrial`` with a scripted clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pytest
+import torch
+from scripted_chunks import script_chunks  # noqa: F401  (fixture module, same folder)
+
+from skyline_nb.models.performance import PerformanceModels
+from skyline_nb.profiler import iteration, timing
+from skyline_nb.profiler.device import resolve_device
+from skyline_nb.profiler.providers import Trial
+from skyline_nb.profiler.sample_plan import FLAT_REACH, sample_curve
+
+MB = 1 << 20
+
+
+class FakeOutOfMemory(Exception):
+    pass
+
+
+@dataclass
+class Machine:
+    time: Callable[[int], float]
+    peak: Callable[[int], int] = lambda n: MB * n + 50 * MB
+    oom_above: float = math.inf
+    calls: list[int] = field(default_factory=list)
+
+    def __call__(self, n: int) -> tuple[int, float]:
+        self.calls.append(n)
+        if n > self.oom_above:
+            raise FakeOutOfMemory(n)
+        return self.peak(n), self.time(n)
+
+
+def sample(machine: Machine, user: int, capacity: int = 1 << 40, budget_ms: float = 1e9,
+           tolerance: float = 0.03):
+    found = sample_curve(machine, user, machine.peak(user), machine.time(user), capacity,
+                         oom_errors=(FakeOutOfMemory,), tolerance=tolerance,
+                         budget_ms=budget_ms)
+    sizes = sorted(found.peaks)
+    models = PerformanceModels.from_samples(
+        sizes, [found.times[n] for n in sizes], [found.peaks[n] for n in sizes], capacity,
+        found.reason, tolerance=tolerance)
+    return found, models
+
+
+def test_flat_then_linear_finds_the_bend_and_predicts_within_2_percent() -> None:
+    machine = Machine(lambda n: max(5.0, 0.05 * n))  # launch-bound up to 100
+    _, models = sample(machine, 32)
+    assert machine.calls[:2] == [64, 16]  # 2× then ½×: three cheap points first
+    assert models.can_manipulate and models.time.shape == "bend"
+    assert models.bend_batch_size == pytest.approx(100, rel=0.10)
+    for n in range(8, models.max_batch_size(), 7):
+        assert models.predict_iteration_ms(n) == pytest.approx(machine.time(n), rel=0.02)
+    # the knee of the fitted curve: past the bend doubling stops paying
+    assert 90 <= models.knee_batch_size <= 110
+
+
+def test_flat_everywhere_is_launch_bound_up_to_the_reach_not_a_refusal() -> None:
+    machine = Machine(lambda n: 4.0)
+    found, models = sample(machine, 8)
+    assert max(found.peaks) == FLAT_REACH * 8  # doubled while flat
+    assert models.can_manipulate and models.launch_bound_up_to == FLAT_REACH * 8
+    assert models.max_batch_size() == 2 * FLAT_REACH * 8
+    assert models.predict_throughput(FLAT_REACH * 8) == pytest.approx(1000 * 512 / 4.0)
+
+
+def test_a_straight_line_stops_at_three_points_unless_iterations_are_cheap() -> None:
+    slow = Machine(lambda n: 2.0 * n + 10)
+    found, models = sample(slow, 16)
+    assert sorted(found.peaks) == [8, 16, 32] and models.time.shape == "line"
+    assert models.predict_iteration_ms(128) == pytest.approx(slow.time(128), rel=1e-9)
+    cheap = Machine(lambda n: 0.01 * n + 0.3)
+    found, _ = sample(cheap, 16)
+    assert sorted(found.peaks) == [4, 8, 16, 32, 64]  # 4× and ¼× too
+
+
+def test_super_linear_time_is_followed_through_the_samples() -> None:
+    machine = Machine(lambda n: 0.2 * n ** 1.3)  # time per sample grows with the batch
+    found, models = sample(machine, 16)
+    assert models.can_manipulate and models.time.shape == "convex"
+    for n in found.peaks:
+        assert models.predict_iteration_ms(n) == pytest.approx(machine.time(n), rel=1e-9)
+    # looked beyond 2× while the steepest piece rested on one size (here, with no budget, up
+    # to the reach): sizes in between are interpolated
+    assert max(found.peaks) == FLAT_REACH * 16
+    assert models.predict_iteration_ms(48) == pytest.approx(machine.time(48), rel=0.03)
+
+
+def test_noise_within_the_tolerance_keeps_a_straight_line() -> None:
+    noise = {8: 1.02, 16: 0.99, 32: 1.01}
+    machine = Machine(lambda n: (0.5 * n + 4) * noise.get(n, 1.0))
+    _, models = sample(machine, 16, tolerance=0.05)
+    assert models.time.shape == "line" and models.can_manipulate
+    assert models.predict_iteration_ms(64) == pytest.approx(36.0, rel=0.05)
+
+
+def test_the_budget_stops_extending() -> None:
+    machine = Machine(lambda n: 4.0)
+    found, _ = sample(machine, 8, budget_ms=0.0)
+    assert sorted(found.peaks) == [4, 8, 16]  # the first three are always measured
+
+
+@pytest.mark.parametrize("oom_above", [70, 20, 9])
+def test_out_of_memory_at_several_sizes_backs_off_and_never_raises(oom_above: int) -> None:
+    machine = Machine(lambda n: max(5.0, 0.05 * n), oom_above=oom_above)
+    found, models = sample(machine, 8)
+    assert all(n <= oom_above for n in found.peaks)
+    assert len(found.peaks) >= 3 or found.reason
+    if models.can_manipulate:
+        assert models.max_batch_size() >= max(found.peaks)
+
+
+def test_a_capacity_caps_the_flat_extension_at_what_memory_allows() -> None:
+    machine = Machine(lambda n: 4.0)
+    capacity = machine.peak(100)
+    found, models = sample(machine, 8, capacity=capacity)
+    assert max(found.peaks) <= 100 and models.max_batch_size() <= 100
+
+
+def test_samples_are_timed_after_the_iteration_that_faults_memory_in(monkeypatch) -> None:
+    """On the real WarmTrial: the first iteration at a new size takes 50 % longer (page
+    faults); the peak's iteration absorbs it, so the sample's time is the warm one."""
+    state = {"size": 8, "warm": set()}
+
+    def step() -> None:
+        state["last_first"] = state["size"] not in state["warm"]
+        state["warm"].add(state["size"])
+
+    def chunk(step_fn, device, n):
+        times = []
+        for _ in range(n):
+            step_fn()
+            times.append(2.0 * state["size"] * (1.5 if state["last_first"] else 1.0))
+        return times, 0.0
+
+    monkeypatch.setattr(timing, "timed_chunk", chunk)
+    trial = Trial(torch.nn.Linear(2, 2), step, (), {}, [], "test")
+    use = trial.use_inputs
+
+    def use_inputs(inputs):
+        state["size"] = inputs[2][0].numel()
+        use(inputs)
+
+    monkeypatch.setattr(trial, "use_inputs", use_inputs)
+    device = resolve_device("cpu")
+    headline, warm = iteration.measure_level1(
+        lambda: trial, device, 8, inputs_for=lambda n: ((), {}, [torch.zeros(n)]))
+    assert headline.iteration_ms == 16.0
+    warm.peak_at(32)
+    assert warm.time_at(32).ratio == pytest.approx(4.0)  # 64 ms, not 96
