@@ -107,29 +107,35 @@ class WarmTrial:
     categories_at: dict[int, Categories] = field(default_factory=dict)  # by ``peak_at``
     last_inputs: tuple[int, Inputs] | None = None  # peak_at's, until time_at takes them
 
-    def peak_at(self, batch_size: int) -> int:
+    def peak_at(self, batch_size: int, categorize: bool = True) -> int:
         """Peak bytes of one iteration at ``batch_size``, and what was alive then
-        (``categories_at``); raises the device's OOM types when it does not fit (the trial goes
-        back to the user's inputs either way)."""
+        (``categories_at``, unless ``categorize`` is false: following every storage costs
+        about an iteration of the user's, and only the largest sizes' categories are drawn);
+        raises the device's OOM types when it does not fit (the trial goes back to the user's
+        inputs either way)."""
         sample_inputs = self.inputs_for(batch_size)
         model = self.trial.model
-        tracker = PeakTracker(self.device.torch_device,
-                              named_tensors(model, sample_inputs[2], []))
+        tracker = (PeakTracker(self.device.torch_device,
+                               named_tensors(model, sample_inputs[2], []))
+                   if categorize else None)
         try:
             added, _ = measured_step(self.trial, self.device, sample_inputs, tracker)
             peak = (self.user.peak_bytes + added - self.user_step_peak
                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
-            snapshot = tracker.categorized(added, model, sample_inputs[2])
+            if tracker is not None:
+                snapshot = tracker.categorized(added, model, sample_inputs[2])
+                self.categories_at[batch_size] = Categories.at_peak(peak,
+                                                                    snapshot.by_category)
         except self.device.oom_types:
             self.trial.use_inputs(self.user_inputs)
             del sample_inputs
             self.device.free_memory(thorough=True)
             raise
         finally:
-            tracker.close()
+            if tracker is not None:
+                tracker.close()
         self.trial.use_inputs(self.user_inputs)
         self.last_inputs = (batch_size, sample_inputs)  # for time_at: the same tensors
-        self.categories_at[batch_size] = Categories.at_peak(peak, snapshot.by_category)
         budget = self.device.memory_budget
         if self.device.kind == "cpu" and budget is not None and peak > budget:
             raise CPUOutOfMemoryError(

@@ -112,11 +112,15 @@ def test_each_category_agrees_with_memtracker(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["cnn", "gpt"])
 def test_samples_carry_what_was_alive_at_their_peaks(name: str) -> None:
-    """Each sample's categories add up to its peak and equal a profile at that batch size, so
-    the widget scales each category along what the samples measured."""
+    """Each sample at or above the user's batch carries categories that add up to its peak and
+    equal a profile at that batch size, so the widget scales each category along the two
+    largest samples (smaller ones save the cost of following every storage)."""
     report = profile(*providers_of(name), batch_size=16, device="cpu")
     for sample in report.samples:
-        assert sum(sample.categories.values()) == sample.peak_bytes
+        if sample.batch_size >= 16:
+            assert sum(sample.categories.values()) == sample.peak_bytes
+        else:
+            assert sample.categories == {}
     larger = next(s for s in report.samples if s.batch_size == 32)
     direct = profile(*providers_of(name), batch_size=32, device="cpu", predict=False)
     # what kernels allocate for themselves can differ by a block between two processes' states
