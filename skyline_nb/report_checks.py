@@ -144,7 +144,7 @@ def _drag_range(report: Report, models: PerformanceModels) -> Iterator[str]:
             yield (f"at batch size {batch} the models predict {ms} ms, {values[1]} samples/s "
                    f"and {values[2]} bytes")
     best = models.max_throughput
-    for batch in models._turns(top):  # the throughput is monotone between these
+    for batch in models.turns(top):  # the throughput is monotone between these
         throughput = models.predict_throughput(batch)
         if best is not None and _above(throughput, best):
             yield (f"the maximum throughput shown ({best:.6g} samples/s) is below the "

@@ -158,7 +158,7 @@ export class Predictor {
     return Number.isFinite(value) ? value : null;
   }
 
-  /** PerformanceModels._turns: the ends of [1, top] and the breakpoints between them. */
+  /** PerformanceModels.turns: the ends of [1, top] and the breakpoints between them. */
   turns(top) {
     need(this.time);
     return [1.0, ...breakpoints(this.timeLines).filter((x) => 1 < x && x < top), top];

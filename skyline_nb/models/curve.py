@@ -35,9 +35,9 @@ from skyline_nb.models.fit import LinearFit, _points
 
 FLAT, LINE, BEND, CONVEX = "flat", "line", "bend", "convex"
 SHAPES = (FLAT, LINE, BEND, CONVEX)
-# Default relative tolerance of ``fit_time``: a shape is kept when every sample is within 3 %
+# Default relative tolerance of ``fit_time``: a shape is kept when every sample is within 6 %
 # of it (repeated CPU samples of one size agree within 2–5 %; BENCHMARKS.md).
-TOLERANCE = 0.03
+TOLERANCE = 0.06
 
 
 @dataclass(frozen=True)
@@ -171,27 +171,29 @@ def _line(xs: np.ndarray, ys: np.ndarray) -> Line:
     return Line(fit.slope, fit.intercept)
 
 
-def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[str, list[Line]]]:
-    """Every shape the grouped samples allow, simplest first: flat; one line; a floor and a
-    line; two lines; a floor and two lines; a chord between each two neighbours. A floor
-    rests on two sizes or more (one point is no evidence that the time stops falling below
-    it); two lines share the size where one hands over to the other, so three sizes can show
-    a steepening (a CPU past its caches)."""
+def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[int, str, list[Line]]]:
+    """Every shape the grouped samples allow, with its number of parameters (how simple it
+    is): flat (1); one line (2); a floor and a line (3); two lines (4); a floor and two lines
+    (5); a chord between each two neighbours (2 per chord). A floor rests on two sizes or more
+    (one point is no evidence that the time stops falling below it); two lines share the size
+    where one hands over to the other, so three sizes can show a steepening (a CPU past its
+    caches)."""
     n = len(xs)
-    found: list[tuple[str, list[Line]]] = [(FLAT, [Line(0.0, float(ys.mean()))])]
+    found: list[tuple[int, str, list[Line]]] = [(1, FLAT, [Line(0.0, float(ys.mean()))])]
     if n >= 2:
-        found.append((LINE, [_line(xs, ys)]))
+        found.append((2, LINE, [_line(xs, ys)]))
     for i in range(2, n - 1):  # floor on xs[:i], line on xs[i:]
-        found.append((BEND, [Line(0.0, float(ys[:i].mean())), _line(xs[i:], ys[i:])]))
+        found.append((3, BEND, [Line(0.0, float(ys[:i].mean())), _line(xs[i:], ys[i:])]))
     for i in range(1, n - 1):  # line on xs[:i+1], steeper line on xs[i:]
-        found.append((CONVEX, [_line(xs[:i + 1], ys[:i + 1]), _line(xs[i:], ys[i:])]))
+        found.append((4, CONVEX, [_line(xs[:i + 1], ys[:i + 1]), _line(xs[i:], ys[i:])]))
     for i in range(2, n - 2):
         for j in range(i + 1, n - 1):
             floor = Line(0.0, float(ys[:i].mean()))
-            found.append((CONVEX, [floor, _line(xs[i:j + 1], ys[i:j + 1]),
-                                   _line(xs[j:], ys[j:])]))
+            found.append((5, CONVEX, [floor, _line(xs[i:j + 1], ys[i:j + 1]),
+                                      _line(xs[j:], ys[j:])]))
     if n >= 4:  # a chord between each two neighbours: any convex set of samples, exactly
-        found.append((CONVEX, [_line(xs[k:k + 2], ys[k:k + 2]) for k in range(n - 1)]))
+        found.append((2 * (n - 1), CONVEX,
+                      [_line(xs[k:k + 2], ys[k:k + 2]) for k in range(n - 1)]))
     return found
 
 
@@ -205,8 +207,9 @@ def _valid_time(lines: list[Line], xs: np.ndarray) -> bool:
 
 
 def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERANCE) -> Curve:
-    """The simplest curve (``_time_candidates``' order) with every sample within
-    ``tolerance`` of it, relative; when none is, the one with the least squared error.
+    """The simplest curve (fewest parameters, ``_time_candidates``; the least squared error
+    among equally simple ones) with every sample within ``tolerance`` of it, relative; when
+    none is, the one with the least squared error.
 
     A straight line whose intercept comes out negative (time per sample growing a little
     with the batch) is replaced by the line through the origin, as least squares subject to
@@ -218,9 +221,8 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
     if np.any(y <= 0):
         raise ValueError("iteration times must be positive")
     gx, gy = _groups(x, y)
-    best: Curve | None = None
-    best_error = math.inf
-    for shape, lines in _time_candidates(gx, gy):
+    levels: dict[int, list[Curve]] = {}
+    for level, shape, lines in _time_candidates(gx, gy):
         if shape == LINE and lines[0].intercept < 0:
             fit = LinearFit.through_origin(gx, gy)
             lines = [Line(fit.slope, 0.0)]
@@ -233,14 +235,16 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
         curve = _finish(lines, shape, x, y)
         if len(curve.lines) < len(lines):
             continue  # a piece that is never the maximum: the simpler shape covers it
-        worst = max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True))
-        if worst <= tolerance:
+        levels.setdefault(level, []).append(curve)
+    best = [min(curves, key=_squared_error) for _, curves in sorted(levels.items())]
+    for curve in best:  # the simplest level whose best fit keeps every sample within
+        if max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True)) <= tolerance:
             return curve
-        error = float(np.sum(np.square(curve.residuals)))
-        if error < best_error:
-            best, best_error = curve, error
-    assert best is not None  # the flat curve is always valid for positive times
-    return best
+    return min(best, key=_squared_error)  # the flat curve is always valid for positive times
+
+
+def _squared_error(curve: Curve) -> float:
+    return float(np.sum(np.square(curve.residuals)))
 
 
 def fit_memory(xs: Sequence[float], ys: Sequence[float]) -> Curve:

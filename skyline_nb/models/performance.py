@@ -199,7 +199,7 @@ class PerformanceModels:
     def predict_peak_bytes(self, batch_size: float) -> float:
         return self._need(self.memory)(batch_size)
 
-    def _turns(self, top: int) -> list[float]:
+    def turns(self, top: int) -> list[float]:
         """Batch sizes in [1, top] between which the throughput is monotone: the ends and the
         time curve's breakpoints (on one line, x/(a·x + b) is monotone)."""
         time = self._need(self.time)
@@ -218,7 +218,7 @@ class PerformanceModels:
         if not self.can_manipulate or self.time is None:
             return None
         top = self.max_batch_size()
-        value = max([self.predict_throughput(x) for x in self._turns(top)]
+        value = max([self.predict_throughput(x) for x in self.turns(top)]
                     + [self.measured_max_throughput or 0.0])
         return value if math.isfinite(value) else None
 
@@ -226,7 +226,7 @@ class PerformanceModels:
         """The smallest batch size whose predicted throughput reaches ``samples_per_s``, in
         [1, max_batch_size]; for scripts ("which batch gives 2,000 samples/s?").
 
-        On each monotone stretch (``_turns``) the time is one line a·x + b, and
+        On each monotone stretch (``turns``) the time is one line a·x + b, and
         1000·x / (a·x + b) = t at x = t·b / (1000 − t·a). Where no stretch reaches t, the
         batch size with the most throughput (nan gives 1).
         """
@@ -234,7 +234,7 @@ class PerformanceModels:
             return 1
         time = self._need(self.time)
         top = self.max_batch_size()
-        turns = self._turns(top)
+        turns = self.turns(top)
         if self.predict_throughput(1) >= samples_per_s:
             return 1
         for lo, hi in itertools.pairwise(turns):

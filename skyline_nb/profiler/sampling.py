@@ -2,14 +2,15 @@
 
 Skyline measured the user's batch and a few sizes 20 apart, which says little about a model
 profiled at batch 8 and dragged to 128. Here the extra sizes spread over the feasible range:
-2× and 4× the user's batch by default (8× when more points are asked for) where memory allows,
-½×, ¼×… only after those, fewer above and more below when the user's batch is already near the
-largest that fits. Above the user's batch, a size within 1.5× of one already measured waits
-while a farther one fits, so the points span as wide a range as memory allows.
+the given ``multiples`` of the user's batch (2×, 4×, 8× unless the caller asks for others;
+``sample_plan`` asks for 2×) where memory allows, ½×, ¼×… only after those, fewer above and
+more below when the user's batch is already near the largest that fits. Above the user's
+batch, a size within 1.5× of one already measured waits while a farther one fits, so the points
+span as wide a range as memory allows.
 
-Sizes are chosen by memory alone (``peak_at(n)``, one tracked iteration at n), so the caller
-times all of them afterwards, side by side. The memory line uses the two largest sizes
-(``LinearFit.upper_segment``), and so does the capacity estimate here.
+Sizes are chosen by memory (``peak_at(n)``, one tracked iteration at n; the caller may time n
+right after it). The memory line uses the two largest sizes (``LinearFit.upper_segment``), and
+so does the capacity estimate here.
 
 The feasible range comes from memory. With one point, peak/batch is an upper bound on the
 per-sample slope (the intercept, weights and optimizer state, is never negative), so

@@ -88,50 +88,23 @@ class Timing:
         return statistics.median(quiet if len(quiet) >= enough else self.ms)
 
 
-@dataclass
-class Run:
-    """One party of ``time_alternating``: ``prepare()`` (e.g. switch inputs) before each of its
-    chunks, then timed ``step``s, until ``timing`` (which may hold earlier iterations) meets
-    ``precision``."""
-
-    prepare: Callable[[], None] | None
-    step: Callable[[], Any]
-    precision: Precision
-    timing: Timing = field(default_factory=Timing)
-
-    def pending(self) -> bool:
-        """Not settled, and its patience is not spent."""
-        timing, precision = self.timing, self.precision
-        if timing.settled(precision):
-            return False
-        return not timing.ms or sum(timing.ms) < _patience(precision,
-                                                           statistics.median(timing.ms))
-
-
 def time_steps(step: Callable[[], Any], device: Device, precision: Precision) -> Timing:
-    """Step and time single iterations until ``precision`` is met or its patience runs out."""
-    run = Run(None, step, precision)
-    time_alternating([run], device)
-    return run.timing
+    """Step and time single iterations, in chunks of about ``CHUNK_MS``, until ``precision``
+    is met or its patience runs out (iterations that waited count against it)."""
+    timing = Timing()
+    while _pending(timing, precision):
+        estimate = statistics.median(timing.ms) if timing.ms else None
+        n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
+        times, fraction = timed_chunk(step, device, n)
+        timing.add(times, fraction > QUIET_WAIT)
+    return timing
 
 
-def time_alternating(runs: list[Run], device: Device) -> None:
-    """Chunks of each run in turn until no run is pending. The first run is the reference and
-    takes part in every round; the others sit out once settled. Alternating samples with the
-    user's batch exposes all of them to the same moments of a machine whose speed drifts
-    (other work, clock changes).
-    """
-    while any(run.pending() for run in runs):
-        for i, run in enumerate(runs):
-            if i and not run.pending():
-                continue
-            if run.prepare is not None:
-                run.prepare()
-            timing = run.timing
-            estimate = statistics.median(timing.ms) if timing.ms else None
-            n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
-            times, fraction = timed_chunk(run.step, device, n)
-            timing.add(times, fraction > QUIET_WAIT)
+def _pending(timing: Timing, precision: Precision) -> bool:
+    """Not settled, and the patience is not spent."""
+    if timing.settled(precision):
+        return False
+    return not timing.ms or sum(timing.ms) < _patience(precision, statistics.median(timing.ms))
 
 
 def _patience(precision: Precision, iteration_ms: float) -> float:

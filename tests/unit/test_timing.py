@@ -95,33 +95,3 @@ def test_real_iterations_are_timed_one_by_one() -> None:
     """Not scripted: a sleep of 2 ms per step is timed at about 2 ms each."""
     result = time_steps(lambda: time.sleep(0.002), resolve_device("cpu"), SAMPLE)
     assert all(ms >= 2.0 for ms in result.ms) and len(result.ms) >= SAMPLE.min_iterations
-
-
-def test_alternating_runs_take_turns_and_settled_runs_sit_out() -> None:
-    """The first run (the reference) takes part in every round; the others until settled."""
-    from skyline_nb.profiler.timing import Run, time_alternating
-
-    order: list[str] = []
-
-    def run(name: str) -> Run:
-        return Run(lambda: order.append(name), lambda: None, SAMPLE)
-
-    user, quick, slow = runs = [run("user"), run("quick"), run("slow")]
-    with pytest.MonkeyPatch.context() as mp:
-        script_chunks(mp, [(40.0, 0.0), (40.0, 0.0), (40.0, 0.5), (40.0, 0.0)])
-        time_alternating(runs, resolve_device("cpu"))
-    assert order == ["user", "quick", "slow", "user", "quick", "slow", "user", "slow"]
-    assert len(quick.timing.ms) == 2 and slow.timing.waited == [True, False, False]
-    assert len(user.timing.ms) == 3
-
-
-def test_a_reference_run_continues_an_earlier_timing() -> None:
-    """The headline's earlier iterations count: a reference needing 5 that has 3 takes 2."""
-    from skyline_nb.profiler.timing import Run, Timing, time_alternating
-
-    earlier = Timing()
-    earlier.add([40.0] * 3, False)
-    with pytest.MonkeyPatch.context() as mp:
-        script_chunks(mp, [(40.0, 0.0)])
-        time_alternating([Run(None, lambda: None, HEADLINE, earlier)], resolve_device("cpu"))
-    assert len(earlier.ms) == 5 and earlier.settled(HEADLINE)
