@@ -13,9 +13,11 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
   its mean |error| per round, median over rounds;
 - cost: median over rounds of (wall(predict=True) − wall(predict=False)) / wall(predict=False).
 
-Held-out sizes are 0.75, 1.5, 2, 3 and 4 × the largest sample (with the usual samples ½×, 1×
-and 2× the start: up to 8× the start). Bars (issues 4 and 15) — CPU: time mean ≤ 5 %, memory
-mean ≤ 1 %, sampling ≤ 1.5× the profile; GPU: time ≤ 5 % (goal 2 %), memory ≤ 1 %.
+Held-out sizes are 1.5, 3, 4, 6 and 8 × the start (issue 15), minus sizes that were sampled;
+a size beyond the fitted models' drag range (``max_batch_size``: 2× the largest sample when the
+time is flat) is left out and listed, since the widget shows no prediction there. Bars
+(issues 4 and 15) — CPU: time mean ≤ 5 %, memory mean ≤ 1 %, sampling ≤ 1.5× the profile;
+GPU: time ≤ 5 % (goal 2 %), memory ≤ 1 %.
 
 Clock: ``--clock wall`` (default) is what the profiler reports. ``--clock cpu`` times level 1
 with this process's CPU time instead (with ``--threads 1`` the same as the wall clock on an idle
@@ -57,7 +59,7 @@ from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.report import Sample
 
 MODELS = ("mlp", "cnn", "transformer", "lstm")
-HELD_OUT = (0.75, 1.5, 2.0, 3.0, 4.0)
+HELD_OUT = (1.5, 3.0, 4.0, 6.0, 8.0)  # × the start (issue 15: up to 8× it)
 BARS = {"cpu": (5.0, 1.0), "cuda": (5.0, 1.0)}  # mean time %, mean memory % (issue 15)
 SAMPLING_BAR = 1.5
 # Model sizes for --scale bench: (constructor keyword arguments, input features for the MLP).
@@ -82,6 +84,7 @@ class Row:
     size: str = ""
     samples: list[int] = field(default_factory=list)
     held_out: list[int] = field(default_factory=list)
+    beyond: list[int] = field(default_factory=list)  # held-out sizes past the drag range
     time_errors: list[float] = field(default_factory=list)  # median fit, signed %, per size
     memory_errors: list[float] = field(default_factory=list)
     upper_time_errors: list[float] = field(default_factory=list)  # line through top 2
@@ -194,9 +197,8 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
             row.reason = reports[-1].models.reason
             return row
         if not row.held_out:
-            largest = max(s.batch_size for s in reports[0].samples)
             sampled = {s.batch_size for s in reports[0].samples}
-            row.held_out = sorted({round(largest * f) for f in HELD_OUT} - sampled)
+            row.held_out = sorted({round(start * f) for f in HELD_OUT} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
         for batch in order:
             held.setdefault(batch, []).append(measure_iteration(*provs, batch, device))
@@ -220,7 +222,11 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
     row.r2_time = fit.time.r2
     truth = {b: median_sample(runs) for b, runs in held.items()}
     upper_time, upper_memory = upper_pair(samples)
+    top = fit.max_batch_size() if fit.memory is not None else 0
+    row.beyond = [b for b in row.held_out if b > top]  # the widget offers no prediction there
     for batch in row.held_out:
+        if batch > top:
+            continue
         actual = truth[batch]
         row.spread.append(spread([r.iteration_ms for r in held[batch]]))
         row.time_errors.append(relative(fit.predict_iteration_ms(batch), actual.iteration_ms))
@@ -229,7 +235,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
         row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
     row.one_profile_time = statistics.median(
         mean_abs([relative(r.models.predict_iteration_ms(b), truth[b].iteration_ms)
-                  for b in row.held_out])
+                  for b in row.held_out if b <= r.models.max_batch_size()])
         for r in reports
     )
     row.raw = {
@@ -297,9 +303,11 @@ def table(rows: list[Row], kind: str) -> str:
     lines += ["", "signed time errors % per held-out size, median fit (negative: too little):"]
     for r in rows:
         if r.time_errors:
+            judged = [b for b in r.held_out if b not in r.beyond]
             pairs = ", ".join(f"{b}: {e:+.1f} (±{s:.0f})" for b, e, s in zip(
-                r.held_out, r.time_errors, r.spread, strict=True))
-            lines.append(f"  {r.model}@{r.start}: {pairs}")
+                judged, r.time_errors, r.spread, strict=True))
+            beyond = f"; beyond the drag range: {r.beyond}" if r.beyond else ""
+            lines.append(f"  {r.model}@{r.start}: {pairs}{beyond}")
     return "\n".join(lines)
 
 

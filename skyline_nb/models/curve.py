@@ -208,8 +208,8 @@ def _valid_time(lines: list[Line], xs: np.ndarray) -> bool:
 
 def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERANCE) -> Curve:
     """The simplest curve (fewest parameters, ``_time_candidates``; the least squared error
-    among equally simple ones) with every sample within ``tolerance`` of it, relative; when
-    none is, the one with the least squared error.
+    among equally simple ones) with every sample within ``tolerance`` of it, relative (flat:
+    within half of it); when none is, the one with the least squared error.
 
     A straight line whose intercept comes out negative (time per sample growing a little
     with the batch) is replaced by the line through the origin, as least squares subject to
@@ -238,7 +238,10 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
         levels.setdefault(level, []).append(curve)
     best = [min(curves, key=_squared_error) for _, curves in sorted(levels.items())]
     for curve in best:  # the simplest level whose best fit keeps every sample within
-        if max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True)) <= tolerance:
+        # Flat needs the times to vary by no more than the tolerance in all (half of it each
+        # way): a slow steady growth (weights dominating a CPU MLP) is a line, not a floor.
+        limit = tolerance / 2 if curve.shape == FLAT else tolerance
+        if max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True)) <= limit:
             return curve
     return min(best, key=_squared_error)  # the flat curve is always valid for positive times
 

@@ -113,11 +113,11 @@ def _next_size(found: Samples, user: int, user_ms: float, tolerance: float) -> i
 
 def _cost(found: Samples, user_ms: float, size: int) -> float:
     """What measuring ``size`` is expected to take: the peak's window (an iteration on the
-    user's inputs, one tracked at ``size``) and two timed ones, at the time of the nearest
-    measured size scaled by the batch."""
+    user's inputs, one tracked at ``size``, about 1.5× its time) and two or three timed ones,
+    at the time of the nearest measured size scaled by the batch."""
     near = min(found.times, key=lambda n: abs(n - size))
     at_size = found.times[near] * max(1.0, size / near)
-    return 2 * user_ms + 3 * at_size
+    return user_ms + 4.5 * at_size
 
 
 def _fits(target: int, peaks: dict[int, int], capacity: int) -> int | None:

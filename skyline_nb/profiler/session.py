@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,6 @@ import torch
 
 from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.curve import TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
@@ -33,7 +31,6 @@ from skyline_nb.profiler.errors import StartingBatchOOMError
 from skyline_nb.profiler.isolation import isolated
 from skyline_nb.profiler.iteration import (
     IterationResult,
-    SampleTiming,
     WarmTrial,
     measure_level1,
     warm_inputs,
@@ -50,7 +47,7 @@ from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.roofline import roofline
-from skyline_nb.profiler.sample_plan import sample_curve
+from skyline_nb.profiler.samples import Sampled, sample_sizes
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
@@ -67,10 +64,6 @@ LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 9, 10.0, 300.0
 # describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
 UNTRACKED_TOLERANCE = 0.10
 RECONCILE_ATTEMPTS = 6
-# Sampling other batch sizes may take this many of the user's iterations (at least
-# SAMPLING_FLOOR_MS): with the profile's own ~17, the whole stays near 30 (BENCHMARKS.md).
-SAMPLING_BUDGET, SAMPLING_FLOOR_MS = 13, 250.0
-MAX_TOLERANCE = 0.15
 
 
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
@@ -130,7 +123,7 @@ def profile(
             ) from exc
         try:
             reporter.iteration_ms = level1.iteration_ms
-            sampled = _sample(warm, dev, warnings, reporter) if predict else None
+            sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if not level1.converged:
                 warnings.append(_unsettled(level1))
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
@@ -319,60 +312,8 @@ def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> lis
     return found
 
 
-@dataclass
-class _Sampled:
-    """Level 1 at the other batch sizes, before the headline is final."""
-
-    peaks: dict[int, int]
-    categories: dict[int, Categories]
-    timings: list[SampleTiming]
-    reason: str | None
-    tolerance: float
-
-
-def _tolerance(level1: IterationResult) -> float:
-    """How far (relative) a sample may sit from a simpler curve and still be on it: three
-    times the headline's median absolute deviation, within [3 %, 10 %]."""
-    quiet = level1.timing.quiet() or level1.timing.ms
-    if len(quiet) < 3:
-        return TOLERANCE
-    middle = statistics.median(quiet)
-    spread = statistics.median(abs(t - middle) for t in quiet) / middle
-    return min(MAX_TOLERANCE, max(TOLERANCE, 3 * spread))
-
-
-def _sample(
-    warm: WarmTrial, dev: Device, warnings: list[str], reporter: Reporter
-) -> _Sampled:
-    """Sizes chosen as they are measured (``sample_plan.sample_curve``): at each, the peak
-    (``WarmTrial.peak_at``) and then the time in a block of its own (``WarmTrial.time_at``)."""
-    first = warm.user
-    user = first.batch_size
-    timings: dict[int, SampleTiming] = {}
-
-    def measure(n: int) -> tuple[int, float]:
-        reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
-        peak = warm.peak_at(n, categorize=n > user)  # the widget scales by the largest
-        timings[n] = warm.time_at(n)
-        return peak, timings[n].ratio * first.iteration_ms
-
-    tolerance = _tolerance(first)
-    found = sample_curve(
-        measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
-        oom_errors=dev.oom_types, tolerance=tolerance,
-        budget_ms=max(SAMPLING_BUDGET * first.iteration_ms, SAMPLING_FLOOR_MS))
-    chosen = [timings[n] for n in found.peaks if n != user]
-    busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
-    if busy:
-        warnings.append(
-            f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
-            "be off; re-profile when it is quieter"
-        )
-    return _Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance)
-
-
 def _fit(
-    level1: IterationResult, sampled: _Sampled, dev: Device, categories: Categories
+    level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories
 ) -> tuple[list[Sample], PerformanceModels]:
     """The samples at the final headline (each its ratio of it), with what was alive at each
     one's peak, and the lines through them."""

@@ -1,0 +1,79 @@
+"""The profile's samples at other batch sizes, measured on its warm trial.
+
+At each size ``sample_plan.sample_curve`` asks for: the peak (``WarmTrial.peak_at``), then the
+time in a block of its own (``WarmTrial.time_at``), as a ratio of the user's headline. How far
+a sample may sit from a simpler curve (the curves' tolerance) comes from the headline's own
+spread, so a busy machine does not turn noise into bends.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from skyline_nb.categories import Categories
+from skyline_nb.models.curve import TOLERANCE
+from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
+from skyline_nb.profiler.progress import Reporter
+from skyline_nb.profiler.sample_plan import sample_curve
+from skyline_nb.profiler.timing import HEADLINE, SAMPLE
+
+# Sampling other batch sizes may take this many of the user's iterations (at least
+# SAMPLING_FLOOR_MS): with the profile's own ~17, the whole stays near 30 (BENCHMARKS.md).
+SAMPLING_BUDGET, SAMPLING_FLOOR_MS = 13, 250.0
+MAX_TOLERANCE = 0.15
+
+
+@dataclass
+class Sampled:
+    """Level 1 at the other batch sizes, before the headline is final."""
+
+    peaks: dict[int, int]
+    categories: dict[int, Categories]
+    timings: list[SampleTiming]
+    reason: str | None
+    tolerance: float
+
+
+def tolerance_of(level1: IterationResult) -> float:
+    """How far (relative) a sample may sit from a simpler curve and still be on it: three
+    times the headline's median absolute deviation, within [3 %, 10 %]."""
+    quiet = level1.timing.quiet() or level1.timing.ms
+    if len(quiet) < 3:
+        return TOLERANCE
+    middle = statistics.median(quiet)
+    spread = statistics.median(abs(t - middle) for t in quiet) / middle
+    return min(MAX_TOLERANCE, max(TOLERANCE, 3 * spread))
+
+
+def sample_sizes(
+    warm: WarmTrial, dev: Device, warnings: list[str], reporter: Reporter
+) -> Sampled:
+    """Sizes chosen as they are measured (``sample_plan.sample_curve``): at each, the peak
+    (``WarmTrial.peak_at``) and then the time in a block of its own (``WarmTrial.time_at``)."""
+    first = warm.user
+    user = first.batch_size
+    timings: dict[int, SampleTiming] = {}
+
+    def measure(n: int) -> tuple[int, float]:
+        reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
+        peak = warm.peak_at(n, categorize=n > user)  # the widget scales by the largest
+        # GPU iterations of a few ms cost little to time as well as the headline (10 ms
+        # samples gave 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %: BENCHMARKS.md)
+        timings[n] = warm.time_at(n, HEADLINE if dev.kind == "cuda" else SAMPLE)
+        return peak, timings[n].ratio * first.iteration_ms
+
+    tolerance = tolerance_of(first)
+    found = sample_curve(
+        measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
+        oom_errors=dev.oom_types, tolerance=tolerance,
+        budget_ms=max(SAMPLING_BUDGET * first.iteration_ms, SAMPLING_FLOOR_MS))
+    chosen = [timings[n] for n in found.peaks if n != user]
+    busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
+    if busy:
+        warnings.append(
+            f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
+            "be off; re-profile when it is quieter"
+        )
+    return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance)
