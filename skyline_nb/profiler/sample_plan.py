@@ -1,8 +1,10 @@
 """Which batch sizes to measure for the performance curves, decided as the measurements come in.
 
-Geometric spacing, cheapest first: 2× and ½× the user's batch (three points; ``choose_sizes``
-backs off when memory is short), then more only where the samples ask for it and the time
-budget allows:
+Geometric spacing, cheapest first: 2× the user's batch, then ½× when the time grew clearly
+from the user's batch to 2× (beyond twice the tolerance: a slope that three close points
+resolve), else 4× (a time that barely grows needs a wider range to show its slope, and a flat
+one is looked at further anyway); ``choose_sizes`` backs off when memory is short. Then more
+only where the samples ask for it and the time budget allows:
 
 - while the time stays flat (launch-bound: the host, not the device, sets the pace), double the
   largest size, up to ``FLAT_REACH``× the user's batch as memory allows: a curve that is flat
@@ -30,7 +32,10 @@ from dataclasses import dataclass
 from skyline_nb.models.curve import FLAT, fit_time
 from skyline_nb.profiler.sampling import choose_sizes, memory_max
 
-FIRST = (2,)  # then ½×: choose_sizes tries sizes below the user's after those above
+FIRST = (2,)
+# The third size: ½× (choose_sizes tries sizes below the user's once those above are measured)
+# when 2× grew clearly beyond the noise, else 4×, for a range where growth shows.
+HALF, FAR = (2,), (4,)
 FLAT_REACH = 64
 CHEAP_MS = 5.0
 # A size closer than this factor to the largest measured adds too little to extend the range.
@@ -69,9 +74,12 @@ def sample_curve(
         found.times[n] = ms
         return peak
 
-    peaks, found.reason = choose_sizes(peak_at, user, user_peak, capacity_bytes,
-                                       oom_errors=oom_errors, multiples=FIRST)
-    found.peaks = peaks
+    first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
+                            multiples=FIRST, max_points=2)
+    third = HALF if _grows(first, found.times, user, tolerance) else FAR
+    found.peaks, found.reason = choose_sizes(
+        peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
+        known=first)
     while found.reason is None:
         found.spent_ms = 1000.0 * (time.perf_counter() - start)
         target = _next_size(found, user, user_ms, tolerance)
@@ -89,6 +97,16 @@ def sample_curve(
     found.times = {n: found.times[n] for n in found.peaks}
     found.peaks = dict(sorted(found.peaks.items()))
     return found
+
+
+def _grows(peaks: dict[int, int], times: dict[int, float], user: int,
+           tolerance: float) -> bool:
+    """Whether the time at the other measured size differs from the user's by more than twice
+    the tolerance (relative): a clear slope that a cheap ½× completes."""
+    other = [n for n in peaks if n != user]
+    if not other:
+        return False
+    return abs(times[other[0]] / times[user] - 1) > 2 * tolerance
 
 
 def _next_size(found: Samples, user: int, user_ms: float, tolerance: float) -> int | None:

@@ -67,6 +67,7 @@ def choose_sizes(
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
     max_points: int = DEFAULT_POINTS,
     multiples: tuple[int, ...] = MULTIPLES,
+    known: dict[int, int] | None = None,
 ) -> tuple[dict[int, int], str | None]:
     """The user's batch plus up to ``max_points − 1`` more sizes, with their peak bytes.
 
@@ -78,11 +79,11 @@ def choose_sizes(
     distinct batch sizes fit, a sentence saying why, for the widget to show. Errors other than
     ``oom_errors`` propagate.
     """
-    if max_points < MIN_POINTS:
-        raise ValueError(f"max_points must be at least {MIN_POINTS}, not {max_points}")
+    if max_points < 2:
+        raise ValueError(f"max_points must be at least 2, not {max_points}")
     if user < 1:
         raise ValueError(f"batch size must be at least 1, not {user}")
-    state = _State(user, capacity_bytes, {user: user_peak}, multiples)
+    state = _State(user, capacity_bytes, {**(known or {}), user: user_peak}, multiples)
     while len(state.measured) < max_points and state.failures < MAX_FAILURES:
         target = state.next_target()
         if target is None:
@@ -119,7 +120,7 @@ class _State:
 
     def ceiling(self) -> int:
         """The largest size worth trying above the user's: REACH× it, or what memory allows."""
-        reach = max(self.multiples) * self.user
+        reach = max(self.multiples, default=1) * self.user
         top = min(reach, self.limit, memory_max(self.measured, self.capacity))
         if self.too_big is not None:
             top = min(top, self.too_big - 1)
@@ -161,7 +162,7 @@ class _State:
         why = []
         if self.too_big is not None:
             why.append(f"batch size {self.too_big} ran out of memory")
-        elif self.capacity > 0 and self.ceiling() < max(self.multiples) * self.user:
+        elif self.capacity > 0 and self.ceiling() < max(self.multiples, default=1) * self.user:
             why.append(
                 "other batch sizes are predicted to exceed the memory capacity "
                 f"({self.capacity / 2**20:.1f} MiB)"

@@ -230,7 +230,7 @@ def test_huge_batch() -> None:
     assert reason is None
 
 
-@pytest.mark.parametrize(("user", "points"), [(0, 4), (8, 2)])
+@pytest.mark.parametrize(("user", "points"), [(0, 4), (8, 1)])
 def test_invalid_arguments(user: int, points: int) -> None:
     with pytest.raises(ValueError):
         choose_sizes(Machine(), user, 1, 0, max_points=points)
