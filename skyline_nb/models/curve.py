@@ -38,6 +38,9 @@ SHAPES = (FLAT, LINE, BEND, CONVEX)
 # Default relative tolerance of ``fit_time``: a shape is kept when every sample is within 6 %
 # of it (repeated CPU samples of one size agree within 2–5 %; BENCHMARKS.md).
 TOLERANCE = 0.06
+# A growing curve explaining less than this share of how the time varies is not drawn while a
+# richer shape explains it (the trust rules refuse it too: trust.py).
+MIN_R2 = 0.95
 
 
 @dataclass(frozen=True)
@@ -209,7 +212,9 @@ def _valid_time(lines: list[Line], xs: np.ndarray) -> bool:
 def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERANCE) -> Curve:
     """The simplest curve (fewest parameters, ``_time_candidates``; the least squared error
     among equally simple ones) with every sample within ``tolerance`` of it, relative (flat:
-    within half of it); when none is, the one with the least squared error.
+    within half of it), and a growing one explaining at least ``MIN_R2`` of the variation (a
+    line through a flat stretch and a rise can be within 6 % of three sizes and still miss
+    the rise); when none is, the one with the least squared error.
 
     A straight line whose intercept comes out negative (time per sample growing a little
     with the batch) is replaced by the line through the origin, as least squares subject to
@@ -241,7 +246,8 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
         # Flat needs the times to vary by no more than the tolerance in all (half of it each
         # way): a slow steady growth (weights dominating a CPU MLP) is a line, not a floor.
         limit = tolerance / 2 if curve.shape == FLAT else tolerance
-        if max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True)) <= limit:
+        close = max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True)) <= limit
+        if close and (curve.shape == FLAT or curve.r2 >= MIN_R2):
             return curve
     return min(best, key=_squared_error)  # the flat curve is always valid for positive times
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.curve import FLAT, TOLERANCE, Curve
+from skyline_nb.models.curve import FLAT, MIN_R2, TOLERANCE, Curve
 from skyline_nb.models.curve import fit_time as fit_curve
 
-MIN_R2 = 0.95
 MAX_OFF_FACTOR = 1.25
 MAX_FLAT_SPREAD = 0.10
 
