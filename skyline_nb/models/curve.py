@@ -241,15 +241,24 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
         if len(curve.lines) < len(lines):
             continue  # a piece that is never the maximum: the simpler shape covers it
         levels.setdefault(level, []).append(curve)
-    best = [min(curves, key=_squared_error) for _, curves in sorted(levels.items())]
-    for curve in best:  # the simplest level whose best fit keeps every sample within
+    ranked = [(level, min(curves, key=_squared_error)) for level, curves in sorted(levels.items())]
+    within: Curve | None = None  # the simplest curve within the tolerance
+    for level, curve in ranked:  # the simplest level whose best fit keeps every sample within
         # Flat needs the times to vary by no more than the tolerance in all (half of it each
         # way): a slow steady growth (weights dominating a CPU MLP) is a line, not a floor.
         limit = tolerance / 2 if curve.shape == FLAT else tolerance
         close = max(abs(r) / v for r, v in zip(curve.residuals, y, strict=True)) <= limit
-        if close and (curve.shape == FLAT or curve.r2 >= MIN_R2):
+        # Past a simpler curve within the tolerance, a richer one with as many parameters as
+        # sizes fits them exactly whatever they are: evidence only when the samples were
+        # precise (the default tolerance: a quiet machine), never on a busy one.
+        evidence = within is None or level < len(gx) or tolerance <= TOLERANCE
+        if close and evidence and (curve.shape == FLAT or curve.r2 >= MIN_R2):
             return curve
-    return min(best, key=_squared_error)  # the flat curve is always valid for positive times
+        if close and within is None:
+            within = curve
+    if within is not None:
+        return within  # explains too little: the trust rules say so
+    return min((c for _, c in ranked), key=_squared_error)  # flat is always valid
 
 
 def _squared_error(curve: Curve) -> float:

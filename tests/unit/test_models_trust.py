@@ -147,3 +147,17 @@ def test_a_dict_from_before_the_bounded_range_cannot_drag() -> None:
     old = PerformanceModels.from_dict(data)
     assert not old.can_manipulate and "profile again" in old.reason
     assert old.max_throughput is None
+
+
+def test_a_busy_machine_never_turns_noise_into_a_shape() -> None:
+    """Three sizes fit a two-piece curve exactly whatever they are: it is drawn only when the
+    samples were precise (the default tolerance); with a busy machine's wider tolerance the
+    line within it stays (and the trust rules judge it)."""
+    sizes, times = [16, 32, 64], [16.2, 30.7, 69.0]
+    quiet, _ = fit_time(sizes, times)
+    busy, _ = fit_time(sizes, times, tolerance=0.15)
+    assert quiet.shape == "convex" and busy.shape == "line"
+    flat_then_rise = [69.5, 70.0, 87.8]  # the bench MLP: a line within 6 % but R² 0.91
+    assert fit_time([8, 16, 32], flat_then_rise)[0].shape == "convex"
+    line, problems = fit_time([8, 16, 32], flat_then_rise, tolerance=0.10)
+    assert line.shape == "line" and any("R²" in p for p in problems)
