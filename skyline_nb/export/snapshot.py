@@ -19,6 +19,7 @@ from typing import Any
 
 from skyline_nb.categories import Categories, NodeKind
 from skyline_nb.export.units import format_bytes, format_ms
+from skyline_nb.models.curve import Curve
 
 WIDTH = 560
 BAR_H = 18
@@ -119,7 +120,7 @@ def _memory_top(report: dict[str, Any]) -> tuple[float, str]:
     models = report.get("models") or {}
     memory, largest = models.get("memory"), models.get("max_batch_size")
     if models.get("memory_bound") is False and memory and largest:
-        top = memory["slope"] * largest + memory["intercept"]
+        top = Curve.from_dict(memory)(largest)
         if top >= report["peak_bytes"]:
             return top, f"{format_bytes(top)} predicted at batch {largest}"
     capacity = report["device"].get("capacity_bytes") or 0
