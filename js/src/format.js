@@ -39,8 +39,9 @@ export function formatMs(ms) {
   if (!isNumber(ms)) return EMPTY;
   if (ms === 0) return "0 ms";
   return signed(ms, (v) => {
-    if (v >= 1000) return `${sig3(v / 1000)} s`;
-    if (v >= 1) return `${sig3(v)} ms`;
+    // A value that rounds up to the next unit is shown in it ("1 ms", never "1000 µs").
+    if (v >= 999.5) return `${sig3(v / 1000)} s`;
+    if (v >= 0.9995) return `${sig3(v)} ms`;
     const us = v * 1000;
     return us >= 1 ? `${sig3(us)} \u00b5s` : `${trimZero(us.toFixed(3))} \u00b5s`;
   });

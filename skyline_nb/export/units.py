@@ -26,9 +26,10 @@ def format_ms(value: float | None) -> str:
         return "0 ms"
 
     def body(ms: float) -> str:
-        if ms >= 1000:
+        # A value that rounds up to the next unit is shown in it ('1 ms', never '1000 µs').
+        if ms >= 999.5:
             return f"{_sig3(ms / 1000)} s"
-        if ms >= 1:
+        if ms >= 0.9995:
             return f"{_sig3(ms)} ms"
         us = ms * 1000
         return f"{_sig3(us) if us >= 1 else _trim_zero(_to_fixed(us, 3))} \u00b5s"
