@@ -18,10 +18,9 @@ Time: a kernel start, torch import and one small profile: 20-60 s on 2 cores.
 from __future__ import annotations
 
 import pytest
-from conftest import ARTIFACTS
 from notebook_cells import SMALL_PROFILED_CELL
 from playwright.sync_api import expect
-from test_layout import REPORT_PATH, SHOTS, _cell, _theme
+from test_layout import REPORT_PATH, ROOT, SHOTS, _cell, _theme
 from test_roofline import OUTSIDE
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -95,7 +94,8 @@ def test_samples_and_fitted_curves_under_the_bars_in_light_and_dark(notebook):
                 "t => getComputedStyle(t).fill"
             )
             _shoot(page, recorded, SHOTS / f"samples-plot-{theme.lower()}.png")
-            _shoot(page, profiled, ARTIFACTS / f"samples-plot-profiled-{theme.lower()}.png")
+            artifacts = ROOT / "test-artifacts"
+            _shoot(page, profiled, artifacts / f"samples-plot-profiled-{theme.lower()}.png")
     finally:
         _theme(page, "Light")  # the server's settings outlive this test
     assert ticks["Light"] != ticks["Dark"]  # the text follows the theme
