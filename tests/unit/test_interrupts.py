@@ -7,10 +7,11 @@ delivers KeyboardInterrupt where the kernel's interrupt would. After each: the s
 threads, grad and anomaly modes, flags, global hooks, mode stacks, saved-tensor hooks, no
 profiler left running, and the user's model and optimizer untouched.
 
-The checks run in a fresh interpreter (this file as a script, all cases in one child): in the
-whole test session, earlier tests (the browser tests' Playwright loop, output capture) left the
-process in a state where a raised SIGINT reached neither the profile nor Python's
-"Exception ignored" path, so what was tested was the test session, not the profiler.
+The checks run in a fresh interpreter (this file as a script, all cases in one child) with
+SIGINT unblocked and Python's own handler, as in a kernel's main thread: in CI's whole test
+session, after the browser tests, a raised SIGINT reached neither the profile nor Python's
+"Exception ignored" path (the session had SIGINT blocked, and a child inherits the mask), so
+what was tested was the test session, not the profiler.
 """
 
 from __future__ import annotations
@@ -195,4 +196,9 @@ def test_an_interrupt_anywhere_leaves_no_trace(verdicts: dict[str, str], fractio
 
 
 if __name__ == "__main__":
+    # A child inherits its parent's signal mask: a test session that blocked SIGINT (seen in
+    # CI after the browser tests) would hold every raised SIGINT pending. A kernel's main
+    # thread takes SIGINT; so does this one.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print(json.dumps(_run_all()))
