@@ -50,7 +50,6 @@ class Samples:
     peaks: dict[int, int]
     times: dict[int, float]
     reason: str | None = None
-    spent_ms: float = 0.0
 
 
 def sample_curve(
@@ -81,10 +80,10 @@ def sample_curve(
         peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
         known=first)
     while found.reason is None:
-        found.spent_ms = 1000.0 * (time.perf_counter() - start)
+        spent_ms = 1000.0 * (time.perf_counter() - start)
         target = _next_size(found, user, user_ms, tolerance)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
-        if target is None or found.spent_ms + _cost(found, user_ms, target) > budget_ms:
+        if target is None or spent_ms + _cost(found, user_ms, target) > budget_ms:
             break
         try:
             peak = peak_at(target)
@@ -93,7 +92,6 @@ def sample_curve(
         if 0 < capacity_bytes < peak:
             break
         found.peaks[target] = peak
-    found.spent_ms = 1000.0 * (time.perf_counter() - start)
     found.times = {n: found.times[n] for n in found.peaks}
     found.peaks = dict(sorted(found.peaks.items()))
     return found
