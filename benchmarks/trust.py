@@ -12,6 +12,9 @@ Printed per model and batch (medians over rounds, plus the worst single profile)
 - untracked %: iteration − Σ op times, as % of the iteration (bar ±10 %);
 - pred %: mean |error| of the predicted time at the held-out sizes vs the plain loops (≤ 8 %);
 - mem %: mean |error| of the predicted peak vs a fresh model's measured peak at those sizes;
+- noise %: how much the truth itself moves, (max − min) / median of the plain-loop medians over
+  the rounds, averaged over the user's batch and the held-out sizes: a floor no error above can
+  be judged below (a shared host can move a plain loop's median by 10–40 % between rounds);
 - cost: the profile's wall time in plain iterations of the user's batch (≤ 30);
 - impossible: values ``report_checks.impossible_values`` finds (must be none).
 
@@ -75,17 +78,28 @@ def one_round(module: object, batch: int, iterations: int) -> dict[str, float]:
         "impossible": float(len(impossible_values(report))),
         "pred": float("nan"),
         "mem": float("nan"),
+        "truths": {batch: truth},
     }
     models = report.models
     if models is not None and models.time is not None and models.can_manipulate:
         sizes = [round(f * batch) for f in HELD_OUT]
-        errors = [abs(models.predict_iteration_ms(n) / plain_median(module, n, iterations) - 1)
-                  for n in sizes]
+        row["truths"].update({n: plain_median(module, n, iterations) for n in sizes})
+        errors = [abs(models.predict_iteration_ms(n) / row["truths"][n] - 1) for n in sizes]
         memory = [abs(models.predict_peak_bytes(n) / fresh_peak(providers, n) - 1)
                   for n in sizes]
         row["pred"] = 100 * statistics.mean(errors)
         row["mem"] = 100 * statistics.mean(memory)
     return row
+
+
+def noise(rows: list[dict]) -> str:
+    """Mean over sizes of (max − min) / median of the plain loops' medians over the rounds."""
+    sizes = set.intersection(*(set(r["truths"]) for r in rows))
+    spreads = []
+    for n in sorted(sizes):
+        values = [r["truths"][n] for r in rows]
+        spreads.append((max(values) - min(values)) / statistics.median(values))
+    return f"{100 * statistics.mean(spreads):.1f}"
 
 
 def summary(rows: list[dict[str, float]], key: str) -> str:
@@ -113,9 +127,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} "
           f"threads, load={'one spinning process' if args.load else 'none'}")
-    print("| model | batch | iter % | untracked % | pred % | mem % | cost (iters) | wall s "
-          "| impossible |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| model | batch | iter % | untracked % | pred % | mem % | noise % | cost (iters) "
+          "| wall s | impossible |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     competitor = None
     if args.load:  # bounded: it ends by itself after an hour even if this script is killed
         competitor = subprocess.Popen(
@@ -131,7 +145,7 @@ def main() -> None:
                 rows = [one_round(module, batch, args.plain) for _ in range(args.rounds)]
                 print(f"| {name} | {batch} | {summary(rows, 'iter')} | "
                       f"{summary(rows, 'untracked')} | {summary(rows, 'pred')} | "
-                      f"{summary(rows, 'mem')} | {summary(rows, 'cost')} | "
+                      f"{summary(rows, 'mem')} | {noise(rows)} | {summary(rows, 'cost')} | "
                       f"{summary(rows, 'wall')} | {int(sum(r['impossible'] for r in rows))} |",
                       flush=True)
     finally:

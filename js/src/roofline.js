@@ -26,6 +26,8 @@ const MARGIN = { left: 54, right: 10, top: 10, bottom: 30 };
 const MAX_TICKS = 5; // decades labelled per axis, at most: a wider range labels every n-th
 const MAX_NAMED = 8; // points named beside them; more would cover each other
 const POINT_R = 4;
+const CHAR_W = 6; // a 10 px label's character, wide enough for the boxes that must not overlap
+const LABEL_H = 12;
 
 /** {peak: FLOP/s, bandwidth: bytes/s} of the report's device, or null when not measured. */
 export function deviceRoof(report) {
@@ -138,6 +140,32 @@ function axes(frame) {
   return g;
 }
 
+/** The box {x0, x1, y0, y1} of a 10 px label at baseline y, anchored "start" or "end" at x. */
+function labelBox(x, y, text, anchor) {
+  const width = CHAR_W * String(text).length;
+  const x0 = anchor === "end" ? x - width : x;
+  return { x0, x1: x0 + width, y0: y - LABEL_H + 2, y1: y + 2 };
+}
+
+const overlaps = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+
+/** Where the peak roof's label sits: above the flat roof's right end. */
+function peakLabel(roof, frame) {
+  return { x: WIDTH - MARGIN.right - 2, y: frame.y(roof.peak) - 4, text: formatSi(roof.peak, "FLOP/s") };
+}
+
+/**
+ * Where a point's name goes: above it, to its right (to its left near the right edge); below
+ * it when above would cover the peak roof's label (a point on the flat roof).
+ */
+export function nameSpot(cx, cy, name, roof, frame) {
+  const right = cx < WIDTH - 70;
+  const [x, anchor] = right ? [cx + 6, "start"] : [cx - 6, "end"];
+  const peak = peakLabel(roof, frame);
+  const covered = overlaps(labelBox(x, cy - 5, name, anchor), labelBox(peak.x, peak.y, peak.text, "end"));
+  return { x, y: covered ? cy + LABEL_H + 2 : cy - 5, anchor };
+}
+
 function roofLines(roof, frame) {
   const g = svg("g", { class: "sk-roof-roofs" });
   const at = ([x, y]) => [frame.x(x), frame.y(y)];
@@ -151,7 +179,8 @@ function roofLines(roof, frame) {
   const [[mx1, my1], [mx2, my2]] = segments.memory.map(at);
   const angle = (Math.atan2(my2 - my1, mx2 - mx1) * 180) / Math.PI;
   const [mx, my] = [(mx1 + mx2) / 2, (my1 + my2) / 2];
-  g.append(svg("text", { class: "sk-roof-label", "data-roof": "compute", x: WIDTH - MARGIN.right - 2, y: frame.y(roof.peak) - 4, "text-anchor": "end" }, formatSi(roof.peak, "FLOP/s")));
+  const peak = peakLabel(roof, frame);
+  g.append(svg("text", { class: "sk-roof-label", "data-roof": "compute", x: peak.x, y: peak.y, "text-anchor": "end" }, peak.text));
   g.append(svg("text", { class: "sk-roof-label", "data-roof": "memory", x: mx, y: my - 4, "text-anchor": "middle", transform: `rotate(${angle.toFixed(2)} ${mx} ${my})` }, formatSi(roof.bandwidth, "B/s")));
   return g;
 }
@@ -203,8 +232,8 @@ export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover
     points.replaceChildren(...drawn.map((d) => d.point));
     if (drawn.length <= MAX_NAMED) {
       for (const { segment, cx, cy } of drawn) {
-        const right = cx < WIDTH - 70;
-        points.append(svg("text", { class: "sk-roof-name", x: right ? cx + 6 : cx - 6, y: cy - 5, "text-anchor": right ? "start" : "end" }, segment.name));
+        const spot = nameSpot(cx, cy, segment.name, roof, frame);
+        points.append(svg("text", { class: "sk-roof-name", x: spot.x, y: spot.y, "text-anchor": spot.anchor }, segment.name));
       }
     }
     empty.hidden = drawn.length > 0;

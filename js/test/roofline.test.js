@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { formatSi } from "../src/format.js";
-import { attainable, FLOP_FIELDS, flopStats, flopsText, plotFrame, roofSegments } from "../src/roofline.js";
+import { attainable, FLOP_FIELDS, flopStats, flopsText, nameSpot, plotFrame, roofSegments } from "../src/roofline.js";
 import { loadReport, mount } from "./helpers.js";
 
 let view;
@@ -103,6 +103,17 @@ describe("the roofline plot", () => {
     const { memory, compute } = roofSegments(ROOF, frame);
     expect(memory).toEqual([[1, 52e9], [216 / 52, 216e9]]);
     expect(compute).toEqual([[216 / 52, 216e9], [100, 216e9]]);
+  });
+
+  test("a point's name goes above it, below it where it would cover the peak roof's label", () => {
+    const frame = plotFrame(ROOF, [{ intensity: 14.5, rate: 62.7e9 }]);
+    const roofY = frame.y(ROOF.peak); // 55.3: the label "216 GFLOP/s" ends at x 288, baseline 51.3
+    // fc1 of the small report, well under the roof: above, to the right.
+    expect(nameSpot(191.05, 91.81, "fc1", ROOF, frame)).toEqual({ x: 197.05, y: 86.81, anchor: "start" });
+    // A point on the flat roof under its label (seen: "blocks" across "216 GFLOP/s"): below it.
+    expect(nameSpot(200, roofY, "blocks", ROOF, frame)).toEqual({ x: 206, y: roofY + 14, anchor: "start" });
+    // On the roof but left of the label's box: above.
+    expect(nameSpot(140, roofY, "fc", ROOF, frame).y).toBeCloseTo(roofY - 5, 6);
   });
 
   test("draws the two roofs and one point per module with FLOPs, where the numbers put them", () => {

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skyline_nb.profiler import allocator
 from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError
 from skyline_nb.profiler.isolation import isolated
@@ -55,6 +56,7 @@ def prepare(
         )
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"batch_size must be a positive integer, not {size!r}")
+    allocator.settle()  # every measurement in the steady state of the host allocator
     return Prepared(dev, user_code, providers, size)
 
 

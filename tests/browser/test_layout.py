@@ -115,6 +115,7 @@ def test_numbers_knee_labels_and_notes_fit_in_light_and_dark(notebook):
     hard.write_text(json.dumps(_hard_report()), encoding="utf-8")
     notebook.write("layout.ipynb", {"cnn-cell": _cell(REPORT_PATH), "hard-cell": _cell(hard)})
     notebook.open()
+    notebook.page.set_viewport_size({"width": 1280, "height": 1400})  # notes open in view
     notebook.run_all()
     page = notebook.page
     widgets = page.locator('.jp-OutputArea [data-skyline="root"]')
