@@ -10,11 +10,19 @@ them for its life):
   counts (the peak, not the typical);
 - CUDA: the same measurement on the device (tensor cores are not used by float32 matmuls
   unless TF32 is on, so it is the FP32 peak the user's float32 model can reach).
+
+A peak measured while something else held the cores (the browser rendering beside the kernel,
+a slow phase of a shared host) is too low, and a module then shows more than 100 % of what is
+"attainable": seen in CI, a 1024² Linear at 154 %. So the peak FLOP/s is also the best any
+module of a profile was seen to reach (over at least ``EVIDENCE_MS``, above the timers' noise),
+and the raised peak is kept for the next profiles. The bandwidth is not raised that way: a
+module can beat the memory roof legitimately, when its data stays in the caches.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import torch
@@ -24,6 +32,7 @@ from skyline_nb.profiler.device import Device
 MATMUL_N = 1024
 COPY_BYTES = 64 << 20
 BUDGET_S = 0.1  # per measurement
+EVIDENCE_MS = 1.0
 
 
 @dataclass(frozen=True)
@@ -35,12 +44,17 @@ class Roofline:
 _measured: dict[tuple[str, int], Roofline] = {}
 
 
-def roofline(device: Device) -> Roofline:
-    """The device's peaks, measured on first use and then kept."""
+def roofline(device: Device, seen: Iterable[tuple[float, float]] = ()) -> Roofline:
+    """The device's peaks, measured on first use and then kept; ``seen`` = (FLOPs, ms) of
+    modules just measured: the peak FLOP/s rises to the fastest of them (see above)."""
     key = (device.kind, torch.get_num_threads())
     if key not in _measured:
         _measured[key] = Roofline(_best_rate(device, _matmul), _best_rate(device, _copy))
-    return _measured[key]
+    roof = _measured[key]
+    rates = [flops / (ms / 1e3) for flops, ms in seen if flops > 0 and ms >= EVIDENCE_MS]
+    if rates and max(rates) > roof.peak_flops:
+        roof = _measured[key] = Roofline(max(rates), roof.bandwidth)
+    return roof
 
 
 def _matmul(device: Device) -> tuple[object, float]:

@@ -236,7 +236,7 @@ def _instrumented(
     files = {f.file for node in tree.walk() for f in node.frames}
     files |= {f.file for w in weights for f in w.frames}
     device = dev.info()
-    roof = roofline(dev)
+    roof = roofline(dev, [(n.forward_flops + n.backward_flops, n.total_ms) for n in tree.walk()])
     device.peak_flops, device.bandwidth = roof.peak_flops, roof.bandwidth
     return Report(
         batch_size=size,

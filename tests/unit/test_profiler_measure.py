@@ -103,8 +103,9 @@ def test_progress_names_each_stage_in_order_with_an_estimate():
             mlp.skyline_iteration_provider, batch_size=8, device="cpu", progress=seen.append)
     stages = [p.stage for p in seen]
     assert stages[0].startswith("building the model") and stages[-1] == "done"
-    assert any(s.startswith("measuring batch size 16") for s in stages)
-    assert any(s.startswith("measuring batch size 4") for s in stages)
+    sizes = [int(s.rsplit(" ", 1)[1]) for s in stages if s.startswith("measuring batch size")]
+    # 2× first; below the batch ½× or ¼× (cheap iterations), as the measured growth decides
+    assert sizes[0] == 16 and any(n < 8 for n in sizes), stages
     assert any(s.startswith("timing each op") for s in stages)
     done = [p.done for p in seen]
     assert done == sorted(done) and done[0] >= 0.0 and done[-1] == 1.0

@@ -26,6 +26,19 @@ def test_peaks_are_measured_within_half_a_second_and_kept(monkeypatch) -> None:
     assert rl.roofline(device) is roof
 
 
+def test_a_module_faster_than_the_measured_peak_raises_it_for_later_profiles(monkeypatch) -> None:
+    """A peak measured while the cores were busy is too low; a module seen faster is evidence
+    (over at least EVIDENCE_MS); the bandwidth stays as measured."""
+    device = resolve_device("cpu")
+    key = ("cpu", torch.get_num_threads())
+    monkeypatch.setattr(rl, "_measured", {key: rl.Roofline(peak_flops=1e9, bandwidth=5e9)})
+    # 4e8 FLOPs in 0.2 ms would be 2 TFLOP/s: too short to be evidence; 3e9 in 2 ms is 1.5e12.
+    roof = rl.roofline(device, [(4e8, 0.2), (3e9, 2.0), (1e6, 5.0), (0, 3.0)])
+    assert roof == rl.Roofline(peak_flops=1.5e12, bandwidth=5e9)
+    assert rl.roofline(device) == roof  # kept
+    assert rl.roofline(device, [(1e9, 10.0)]) == roof  # slower modules leave it
+
+
 def test_attainable_is_the_lower_roof() -> None:
     roof = rl.Roofline(peak_flops=100.0, bandwidth=10.0)
     assert rl.attainable(roof, flops=10.0, bytes_moved=10.0) == 10.0  # memory-bound
