@@ -302,15 +302,18 @@ class NotebookPage:
             time.sleep(0.2)
         raise AssertionError(f"kernel of {self.name} not idle after {timeout_s} s: {state}")
 
-    def run_all(self) -> None:
-        """Run > Run All Cells, then wait until every code cell shows an execution count."""
+    def run_all(self, timeout_ms: float = 180_000) -> None:
+        """Run > Run All Cells, then wait until every code cell shows an execution count (a
+        profile cell may take a minute on a slow or shared CI machine: Playwright's default
+        30 s failed a GRU profile there)."""
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         self.page.wait_for_function(
             """() => {
                 const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
                 return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
-            }"""
+            }""",
+            timeout=timeout_ms,
         )
         self.wait_for_kernel_idle()
 

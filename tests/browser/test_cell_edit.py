@@ -84,7 +84,10 @@ def _ready(widget, batch: int) -> None:
         _part(widget, "reprofile").click()
         expect(_part(widget, "status")).to_be_visible()
         expect(_part(widget, "status")).to_be_hidden(timeout=60_000)
-    expect(bar).not_to_have_attribute("aria-disabled", "true")
+    if bar.get_attribute("aria-disabled") == "true":
+        reason = _part(widget, "drag-reason")
+        pytest.fail(f"dragging stayed off after {READY_ATTEMPTS} profiles: "
+                    f"{reason.inner_text() if reason.count() else 'no reason shown'}")
 
 
 def _open(notebook, name: str, cells: dict[str, str]) -> Any:

@@ -126,7 +126,8 @@ def test_widget_groups_gru_ops_hoverable_and_open_to_calls(notebook, frontend):
     shown = _segments(widget, "time").evaluate_all("els => els.map(e => e.dataset.node)")
     parts = _segments(widget, "time", '[data-kind="other"]')
     assert len(shown) == calls or parts.count() == 1, shown
-    assert all(re.fullmatch(r"gru/addmm#\d+|gru/\(other time\)", p) for p in shown), shown
+    # the calls too small to draw are one "other" segment of the group's level
+    assert all(re.fullmatch(r"gru/addmm#\d+|gru/addmm#\*/\(other time\)", p) for p in shown), shown
     _part(widget, "back").click()
     expect(_part(widget, "breadcrumb")).to_have_text(re.compile(r"gru$"))
     if frontend != "lab":  # the dark screenshot uses JupyterLab's theme menu
