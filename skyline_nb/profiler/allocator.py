@@ -26,6 +26,7 @@ Nothing else changes (no ``mallopt``, which would switch glibc's adaptation off 
 from __future__ import annotations
 
 import ctypes
+import functools
 import platform
 
 # glibc's DEFAULT_MMAP_THRESHOLD_MAX on 64-bit systems: the largest block whose free raises
@@ -35,19 +36,29 @@ MMAP_THRESHOLD_MAX = 32 * 1024 * 1024
 _BLOCK = MMAP_THRESHOLD_MAX - 2 * 4096
 
 
+@functools.cache
+def glibc() -> ctypes.CDLL | None:
+    """This process's C library with ``malloc``/``free`` typed, if it is glibc (looked up once:
+    ``platform.libc_ver`` reads the interpreter's binary)."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.free.restype = None
+    return libc
+
+
 def settle() -> bool:
     """Raise glibc's mmap threshold to its cap by freeing one mmapped block just under it.
 
     Returns whether it ran (glibc only; other C libraries are left alone). The block is never
     touched, so it costs one ``mmap`` and one ``munmap``, no page faults.
     """
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    libc = glibc()
+    if libc is None:
         return False
-    libc = ctypes.CDLL(None)
-    libc.malloc.restype = ctypes.c_void_p
-    libc.malloc.argtypes = [ctypes.c_size_t]
-    libc.free.argtypes = [ctypes.c_void_p]
-    libc.free.restype = None
     block = libc.malloc(_BLOCK)
     if not block:
         return False

@@ -51,9 +51,10 @@ def roofline(device: Device, seen: Iterable[tuple[float, float]] = ()) -> Roofli
     if key not in _measured:
         _measured[key] = Roofline(_best_rate(device, _matmul), _best_rate(device, _copy))
     roof = _measured[key]
-    rates = [flops / (ms / 1e3) for flops, ms in seen if flops > 0 and ms >= EVIDENCE_MS]
-    if rates and max(rates) > roof.peak_flops:
-        roof = _measured[key] = Roofline(max(rates), roof.bandwidth)
+    fastest = max((flops / (ms / 1e3) for flops, ms in seen if flops > 0 and ms >= EVIDENCE_MS),
+                  default=0.0)
+    if fastest > roof.peak_flops:
+        roof = _measured[key] = Roofline(fastest, roof.bandwidth)
     return roof
 
 

@@ -173,7 +173,8 @@ def _instrumented(
     hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
     started = time.perf_counter()
     ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
-    deadline = time.perf_counter() + RECONCILE_SHARE * (time.perf_counter() - started)
+    now = time.perf_counter()
+    deadline = now + RECONCILE_SHARE * (now - started)
     for _ in range(RECONCILE_ATTEMPTS):
         # Level 1 and level 2 measured at different moments of a busy machine (another process
         # holding the cores, a scheduler starving a worker thread for seconds, a clock that
@@ -181,13 +182,12 @@ def _instrumented(
         # conditions.
         if _consistent(level1, ops):
             break
-        out_of_time = time.perf_counter() > deadline
-        if not out_of_time:
-            ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
-        if out_of_time or not _consistent(level1, ops):
+        if time.perf_counter() > deadline:  # out of time: the headline has the last word
             _retime_headline(level1, trial, dev)
-        if out_of_time:
             break
+        ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
+        if not _consistent(level1, ops):
+            _retime_headline(level1, trial, dev)
     if starved:
         warnings.append(
             "the machine was busy while ops were timed: op times may be too high"

@@ -6,7 +6,6 @@ Each case runs in a fresh interpreter, since the allocator's state is the proces
 from __future__ import annotations
 
 import json
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -47,9 +46,8 @@ def _faults(mode: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-glibc_only = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-    reason="the settled state is glibc malloc's")
+glibc_only = pytest.mark.skipif(allocator.glibc() is None,
+                                reason="the settled state is glibc malloc's")
 
 
 @glibc_only

@@ -174,21 +174,19 @@ def _check(hook: Calls) -> None:
 FRACTIONS = [0.02, 0.15, 0.3, 0.45, 0.6, 0.75]
 
 
+def _named(name: str, at: int) -> None:
+    assert name in _total().names, f"{name} is not called by profile(): update PLACES"
+    _check(Calls(name, at))
+
+
 def _run_all() -> dict[str, str]:
     """Every case in this process: its id → "ok" or what failed."""
-    cases = [(name, lambda n=name, a=at: Calls(n, a)) for name, at in PLACES]
+    cases = [(name, lambda n=name, a=at: _named(n, a)) for name, at in PLACES]
+    cases += [(f"anywhere {f}", lambda f=f: _check_anywhere(f)) for f in FRACTIONS]
     verdicts = {}
-    for case, hook in cases:
+    for case, run in cases:
         try:
-            assert case in _total().names, f"{case} is not called by profile(): update PLACES"
-            _check(hook())
-            verdicts[case] = "ok"
-        except AssertionError as exc:
-            verdicts[case] = f"{type(exc).__name__}: {exc}"
-    for fraction in FRACTIONS:
-        case = f"anywhere {fraction}"
-        try:
-            _check_anywhere(fraction)
+            run()
             verdicts[case] = "ok"
         except AssertionError as exc:
             verdicts[case] = f"{type(exc).__name__}: {exc}"
