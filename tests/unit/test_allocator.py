@@ -17,11 +17,14 @@ from skyline_nb.profiler import allocator
 ROOT = Path(__file__).resolve().parents[2]
 
 # A training loop of the example CNN at batch 64 (its activations are 4 MiB blocks), after 8
-# warm-up iterations: the page faults of each of the next 5 iterations.
+# warm-up iterations: the page faults of each of the next 11 iterations. One thread: with two,
+# some blocks come from the OpenMP workers' own arenas and a fresh process's count varied
+# (one full-suite run saw it under the 1,000 below).
 CHILD = """
 import json, resource, sys
 sys.path.insert(0, {root!r})
 import torch
+torch.set_num_threads(1)
 from skyline_nb.profiler import allocator
 from skyline_nb.examples import cnn
 torch.manual_seed(0)
@@ -32,7 +35,7 @@ inputs = cnn.skyline_input_provider(64)
 for _ in range(8):
     step(*inputs)
 faults = []
-for _ in range(5):
+for _ in range(11):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     step(*inputs)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
@@ -56,8 +59,8 @@ def test_a_settled_process_stops_faulting_each_iteration() -> None:
     fresh = _faults("fresh")
     assert settled["settled"] is True
     # Measured here: fresh 13,000-18,000 pages an iteration (~60 % of its time), settled 0.
-    assert sorted(settled["faults"])[2] < 64, (settled, fresh)
-    assert sorted(fresh["faults"])[2] > 1000, (
+    assert sorted(settled["faults"])[5] < 64, (settled, fresh)
+    assert sorted(fresh["faults"])[5] > 1000, (
         "the fresh process no longer faults: this glibc adapts by itself and the check proves "
         f"nothing ({fresh})")
 
