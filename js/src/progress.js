@@ -5,6 +5,13 @@
 // the bar never moves back within a run and stops short of the end until the run ends. After an
 // interrupted run (`progress` {cancelled, stage, elapsed_s}) it says "Cancelled".
 //
+// Nothing here animates: the clock's text and the bar change once a second, and that is all the
+// browser redraws. A spinner and a bar easing between ticks redrew the page at its frame rate for
+// the whole profile, and a browser on the kernel's own cores (a laptop, a 2-core VM) took that
+// CPU from the iterations being timed: with JupyterLab and Chromium on 2 cores, 7 of 12
+// re-profiles of the quickstart had times too scattered to fit with them, 2 of 12 without
+// (BENCHMARKS.md, "The widget's own cost").
+//
 // Cancel interrupts the kernel through the notebook (kernel.js `interruptKernel`), which stops
 // the work as it stops a cell: the work runs on the kernel's main thread, as a cell does
 // (skyline_nb/mainthread.py), where no message is read before it ends.
@@ -63,7 +70,7 @@ export function createProgress({ model, el, signal }) {
   const clock = h("span", { class: "sk-progress-clock", data: { skyline: "progress-clock" } });
   const problem = h("div", { class: "sk-cancel-problem", data: { skyline: "cancel-problem" }, attrs: { role: "alert", hidden: "" } });
   const status = h("div", { class: "sk-status", data: { skyline: "status" }, attrs: { hidden: "" } }, [
-    h("div", { class: "sk-status-line" }, [h("span", { class: "sk-spinner", attrs: { "aria-hidden": "true" } }), text, cancel]),
+    h("div", { class: "sk-status-line" }, [text, cancel]),
     bar,
     h("div", { class: "sk-progress-detail" }, [stage, clock]),
     problem,

@@ -29,7 +29,12 @@ class Progress:
 
 
 class Reporter:
-    """Turns the profile's stages into ``Progress`` calls (a no-op without a callback)."""
+    """Turns the profile's stages into ``Progress`` calls (a no-op without a callback).
+
+    The share done never moves back: when a stage brings more work than expected (a machine
+    that is busy asks for more runs, a large sample weighs many iterations), the work still
+    ahead is spread over the share not yet shown, rather than the whole share recomputed over
+    the larger total (which made a bar jump back, 83 % to 55 % in one run)."""
 
     def __init__(self, callback: Callable[[Progress], None] | None, predict: bool) -> None:
         self.callback = callback
@@ -38,16 +43,32 @@ class Reporter:
         self.iteration_ms: float | None = None
         self.started = time.perf_counter()
         self._pending = 0.0
+        self._shown = (0.0, 0.0)  # (share shown, iterations done when it was shown)
 
     def stage(self, text: str, iterations: float) -> None:
         """A stage starts that runs about ``iterations`` of the user's batch."""
         self.done += self._pending
         self._pending = iterations
         self.total = max(self.total, self.done + iterations)
+        share, at = self._shown
+        if self.total > at:
+            share += (1.0 - share) * (self.done - at) / (self.total - at)
+        self._shown = (share, self.done)
+        self._report(text, share)
+
+    def finish(self) -> None:
+        """The profile is done: the whole share, nothing left."""
+        self.done += self._pending
+        self._pending = 0.0
+        self.total = self.done
+        self._shown = (1.0, self.done)
+        self._report("done", 1.0)
+
+    def _report(self, text: str, share: float) -> None:
         if self.callback is None:
             return
         remaining = None
         if self.iteration_ms is not None:
             remaining = (self.total - self.done) * self.iteration_ms / 1000.0
-        self.callback(Progress(text, min(self.done / self.total, 1.0),
-                               time.perf_counter() - self.started, remaining))
+        self.callback(Progress(text, min(share, 1.0), time.perf_counter() - self.started,
+                               remaining))

@@ -141,7 +141,7 @@ def profile(
                 report.samples, report.models = _fit(level1, sampled, dev, report.categories)
         finally:
             del warm
-    reporter.stage("done", 0)
+    reporter.finish()
     return report
 
 

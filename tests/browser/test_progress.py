@@ -69,6 +69,10 @@ def rng_hash():
 
 
 before = rng_hash()'''
+# The animations and transitions running in the page on elements inside `root`.
+ANIMATING = """root => document.getAnimations()
+    .filter(a => a.effect && root.contains(a.effect.target))
+    .map(a => `${a.effect.target.className}: ${a.animationName || a.transitionProperty}`)"""
 CHECK = "print('after', marker, rng_hash() == before, rng_hash())"
 
 
@@ -117,6 +121,9 @@ def test_progress_advances_and_cancel_leaves_the_kernel_as_it_was(notebook):  # 
     assert any(s.startswith(("Building the model", "Peak memory", "Timing")) for s in stages)
     expect(_part(widget, "progress-clock")).to_contain_text(re.compile(r"\d+ s elapsed"))
     _shot(notebook, status, "progress")
+    # Nothing of the widget redraws between the once-a-second updates: a browser on the kernel's
+    # cores would take that CPU from the iterations being timed (progress.js).
+    assert widget.evaluate(ANIMATING) == []
 
     cancel = _part(widget, "cancel")
     expect(cancel).to_be_visible()
