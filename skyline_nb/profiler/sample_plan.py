@@ -12,6 +12,13 @@ only where the samples ask for it and the time budget allows:
   flat means larger batches cost no more time);
 - where the curve bends or steepens and its steepest piece rests on one size only, twice the
   largest size (a bend measured once beyond it could be anywhere between);
+- where the curve through the samples cannot be trusted (``trust.fit_time``: times scattered
+  around it beyond what its growth explains), twice the largest size, up to ``FLAT_REACH``×:
+  the growth between the smallest and the largest sample is what R² weighs the noise against,
+  and it grows with the range while the noise does not (an MLP of 0.6 ms iterations in a
+  notebook whose browser shares 2 cores: R² too low in 6 of 12 profiles without this rule, 2
+  of 12 with it, though there the small sizes' own noise, > 1.25× off the curve, still turned
+  3 off; BENCHMARKS.md);
 - where iterations are cheap (under ``CHEAP_MS``), 4× the user's batch, then ¼×;
 - no more than ``budget_ms`` in all: a size whose expected cost (``_cost``) would go beyond it
   is not measured (the caller: a few of the user's iterations, so that the whole profile stays
@@ -29,7 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from skyline_nb.models.curve import FLAT, fit_time
+from skyline_nb.models.curve import FLAT
+from skyline_nb.models.trust import fit_time
 from skyline_nb.profiler.sampling import choose_sizes, memory_max
 
 FIRST = (2,)
@@ -109,15 +117,17 @@ def _grows(peaks: dict[int, int], times: dict[int, float], user: int,
 
 def _next_size(found: Samples, user: int, user_ms: float, tolerance: float) -> int | None:
     sizes = sorted(found.peaks)
-    curve = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
+    curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
     largest, smallest = sizes[-1], sizes[0]
     reach = FLAT_REACH * user
     if curve.shape == FLAT:
         return 2 * largest if largest < reach else None
     # The steepest piece should rest on two sizes beyond the last breakpoint (a bend measured
-    # once beyond it puts the bend anywhere between): look once more beyond the largest.
+    # once beyond it puts the bend anywhere between), and an untrusted curve needs the range:
+    # look once more beyond the largest.
     last_break = max(curve.breakpoints(), default=0.0)
-    if sum(n > last_break * (1 + 1e-9) for n in sizes) < 2 and largest < reach:
+    beyond = sum(n > last_break * (1 + 1e-9) for n in sizes)
+    if (untrusted or beyond < 2) and largest < reach:
         return 2 * largest
     if user_ms < CHEAP_MS:
         if largest < 4 * user:
