@@ -134,7 +134,7 @@ def profile(
             reporter.iteration_ms = level1.iteration_ms
             sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if not level1.converged:
-                warnings.append(_unsettled(level1))
+                warnings.append(_unsettled(level1, dev))
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.samples = [level1.sample()]
             if sampled is not None:
@@ -145,12 +145,25 @@ def profile(
     return report
 
 
-def _unsettled(level1: IterationResult) -> str:
+def _unsettled(level1: IterationResult, dev: Device) -> str:
+    """The machine stayed busy while the headline was timed. On CPU with several torch threads
+    each parallel op waits for its slowest thread, and a thread that lost its core waits a
+    whole time slice: under one competing process the example MLP ran 1–2 ms or ~176 ms an
+    iteration at 2 threads on 2 cores (BENCHMARKS.md, session 7), 0.25 ms at one (issue 12).
+    Say so, and what to try."""
     timing = level1.timing
-    return (
+    text = (
         f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU: the step "
         "time may be higher than on a quiet machine"
     )
+    threads = torch.get_num_threads()
+    if dev.kind == "cpu" and threads > 1:
+        text += (
+            f"; with {threads} torch threads each op waits for its slowest thread, so on a "
+            "machine this busy torch.set_num_threads(1) may run your loop faster (profile "
+            "again after setting it to compare)"
+        )
+    return text
 
 
 def _instrumented(

@@ -7,9 +7,11 @@ import torch
 
 from skyline_nb.examples import mlp
 from skyline_nb.profiler import measure_iteration
-from skyline_nb.profiler.device import CPUOutOfMemoryError
+from skyline_nb.profiler.device import CPUOutOfMemoryError, resolve_device
+from skyline_nb.profiler.iteration import IterationResult
 from skyline_nb.profiler.memory import LiveStorageTracker
-from skyline_nb.profiler.session import profile
+from skyline_nb.profiler.session import _unsettled, profile
+from skyline_nb.profiler.timing import Timing
 from skyline_nb.report import Sample
 
 
@@ -142,3 +144,22 @@ def test_reconciling_a_busy_machine_is_bounded_by_the_first_pass(monkeypatch):
     # first pass + passes started before the deadline (2 × the first pass later): 3, not 7
     assert len(calls) <= 2 + session.RECONCILE_SHARE < 1 + session.RECONCILE_ATTEMPTS
     assert len(retimes) == len(calls)  # each inconsistent pass, and the last word, re-time
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_headline_timed_on_a_busy_machine_says_so_and_names_the_thread_count(threads):
+    """Beyond one thread the warning suggests one: under a competing process each parallel op
+    waits for its slowest thread (the MLP: ~176 ms an iteration at 2 threads, 0.25 ms at 1)."""
+    timing = Timing()
+    timing.add([1.0, 1.1], waited=True)
+    timing.add([176.0], waited=True)
+    level1 = IterationResult(16, 1.1, 1 << 20, timing, converged=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        text = _unsettled(level1, resolve_device("cpu"))
+    finally:
+        torch.set_num_threads(before)
+    assert text.startswith("3 of 3 timed steps waited for a busy CPU")
+    assert ("torch.set_num_threads(1)" in text) == (threads > 1)
+    assert (f"with {threads} torch threads" in text) == (threads > 1)
