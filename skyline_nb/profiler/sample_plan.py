@@ -18,7 +18,8 @@ only where the samples ask for it and the time budget allows:
   and it grows with the range while the noise does not (an MLP of 0.6 ms iterations in a
   notebook whose browser shares 2 cores: R² too low in 6 of 12 profiles without this rule, 2
   of 12 with it, though there the small sizes' own noise, > 1.25× off the curve, still turned
-  3 off; BENCHMARKS.md);
+  3 off; the example MLP of 2 ms, quiet: trusted in 12 vs 7 of 16 profiles from 8, 15 vs 11
+  from 16; BENCHMARKS.md);
 - where iterations are cheap (under ``CHEAP_MS``), 4× the user's batch, then ¼×;
 - no more than ``budget_ms`` in all: a size whose expected cost (``_cost``) would go beyond it
   is not measured (the caller: a few of the user's iterations, so that the whole profile stays
