@@ -33,8 +33,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
-from conftest import CHROMIUM, CHROMIUM_ARGS, JupyterServer  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, JupyterServer, NotebookPage  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from test_cell_edit import _part  # noqa: E402
 
 QUICKSTART = ROOT / "notebooks" / "quickstart.ipynb"
 WIDGET = '.jp-OutputArea [data-skyline="root"]'
@@ -44,10 +45,6 @@ ANIMATED = """
 @keyframes sk-old-spin { to { transform: rotate(360deg); } }
 .sk-progress-fill { transition: width 0.9s linear; }
 """
-
-
-def _part(widget, name: str):
-    return widget.locator(f'[data-skyline="{name}"]')
 
 
 def _cpu_s(processes: list[psutil.Process]) -> float:
@@ -61,17 +58,7 @@ def _cpu_s(processes: list[psutil.Process]) -> float:
     return total
 
 
-def _wait_for_kernel(server: JupyterServer, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        sessions = server.api("GET", "api/sessions")
-        if sessions and sessions[0]["kernel"]["execution_state"] == "idle":
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"no idle kernel after {timeout_s} s")
-
-
-def _profile(page, widget, chromium: list[psutil.Process]) -> tuple[bool, float, float]:
+def _profile(widget, chromium: list[psutil.Process]) -> tuple[bool, float, float]:
     """Re-profile once; (dragging on, headline ms, chromium CPU s per s of profile)."""
     wall, cpu = time.monotonic(), _cpu_s(chromium)
     _part(widget, "reprofile").click()
@@ -97,14 +84,11 @@ def main() -> None:
         try:
             shutil.copy(QUICKSTART, server.root / QUICKSTART.name)
             page = browser.new_page(viewport={"width": 1280, "height": 960})
-            page.goto(server.page_url(f"lab/workspaces/cost/tree/{QUICKSTART.name}"))
-            page.locator(".jp-Notebook .jp-Cell").first.wait_for()
-            _wait_for_kernel(server)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            notebook = NotebookPage(page, server, "lab")
+            notebook.open(QUICKSTART.name)
+            notebook.run_all()
             widget = page.locator(WIDGET)
-            expect(_part(widget, "breakdown-time")).to_be_visible(timeout=240_000)
-            page.locator(".jp-OutputArea-output pre", has_text="samples/s").wait_for()
+            expect(_part(widget, "breakdown-time")).to_be_visible()
             chromium = [p for p in psutil.Process().children(recursive=True)
                         if "chrom" in p.name()]  # fmt: skip
             style = None
@@ -114,7 +98,7 @@ def main() -> None:
                     style = page.add_style_tag(content=ANIMATED)
                 elif style is not None:
                     style.evaluate("el => el.remove()")
-                results[variant].append(_profile(page, widget, chromium))
+                results[variant].append(_profile(widget, chromium))
         finally:
             browser.close()
             server.stop()

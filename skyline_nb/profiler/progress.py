@@ -61,7 +61,6 @@ class Reporter:
         self.done += self._pending
         self._pending = 0.0
         self.total = self.done
-        self._shown = (1.0, self.done)
         self._report("done", 1.0)
 
     def _report(self, text: str, share: float) -> None:
