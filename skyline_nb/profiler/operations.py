@@ -331,6 +331,13 @@ class OperationTracker:
         """Σ of all op times: forward, backward and optimizer."""
         return sum(r.forward_ms + (r.backward_ms or 0.0) for r in self.records)
 
+    def scale(self, factor: float) -> None:
+        """Multiply every op time by ``factor`` (their shares of Σ stay as measured)."""
+        for record in self.records:
+            record.forward_ms *= factor
+            if record.backward_ms is not None:
+                record.backward_ms *= factor
+
     def live_optimizers(self) -> list[Any]:
         return [opt for opt in (ref() for ref in self.optimizers) if opt is not None]
 
