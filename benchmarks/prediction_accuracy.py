@@ -12,6 +12,8 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
 - "one profile": each round's own ``report.models`` (what a user gets from a single profile),
   its mean |error| per round, median over rounds;
 - cost: median over rounds of (wall(predict=True) − wall(predict=False)) / wall(predict=False).
+- off: how many of the profiles' own curves refused to predict (the user sees dragging off);
+  their samples still count in the median fit, which is judged unless it refuses too.
 
 Held-out sizes are 1.5, 3, 4, 6 and 8 × the start (issue 15), minus sizes that were sampled;
 a size beyond the fitted models' drag range (``max_batch_size``: 2× the largest sample when the
@@ -97,7 +99,9 @@ class Row:
     ratio: float = float("nan")
     start_ms: float = float("nan")
     r2_time: float = float("nan")
-    reason: str | None = None
+    reason: str | None = None  # why the median fit refuses to predict
+    refused: list[str] = field(default_factory=list)  # per profile whose own models refused
+    profiles: int = 0  # with predictions
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -193,9 +197,8 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
             walls[predict].append(time.perf_counter() - began)
             if predict:
                 reports.append(report)
-        if not reports[-1].models.can_manipulate:
-            row.reason = reports[-1].models.reason
-            return row
+        if not reports[-1].models.can_manipulate:  # the user sees dragging off: counted
+            row.refused.append(reports[-1].models.reason or "")
         if not row.held_out:
             sampled = {s.batch_size for s in reports[0].samples}
             row.held_out = sorted({round(start * f) for f in HELD_OUT} - sampled)
@@ -208,6 +211,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
     row.ratio = statistics.median((t - f) / f for t, f in zip(walls[True], walls[False],
                                                                strict=True))
     row.start_ms = statistics.median(r.iteration_ms for r in reports)
+    row.profiles = len(reports)
     by_size: dict[int, list[Sample]] = {}
     for report in reports:
         for sample in report.samples:
@@ -220,6 +224,9 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
         device.capacity_bytes(), None,
     )
     row.r2_time = fit.time.r2
+    if not fit.can_manipulate:
+        row.reason = fit.reason
+        return row
     truth = {b: median_sample(runs) for b, runs in held.items()}
     upper_time, upper_memory = upper_pair(samples)
     top = fit.max_batch_size() if fit.memory is not None else 0
@@ -233,11 +240,12 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
         row.memory_errors.append(relative(fit.predict_peak_bytes(batch), actual.peak_bytes))
         row.upper_time_errors.append(relative(upper_time(batch), actual.iteration_ms))
         row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
+    trusted = [r for r in reports if r.models.can_manipulate]
     row.one_profile_time = statistics.median(
         mean_abs([relative(r.models.predict_iteration_ms(b), truth[b].iteration_ms)
                   for b in row.held_out if b <= r.models.max_batch_size()])
-        for r in reports
-    )
+        for r in trusted
+    ) if trusted else float("nan")
     row.raw = {
         "walls": {str(k): v for k, v in walls.items()},
         "samples": [[[s.batch_size, s.iteration_ms, s.peak_bytes] for s in r.samples]
@@ -276,13 +284,14 @@ def table(rows: list[Row], kind: str) -> str:
     lines = [
         "| model | size | start | start ms | samples | held-out | time mean % | time max % | "
         "1-prof time % | spread % | sample spread % | mem mean % | mem max % | R² time | "
-        "profile s | sampling s | ratio | bars | upper pair time / mem mean % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "profile s | sampling s | ratio | bars | upper pair time / mem mean % | off |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        off = f"{len(r.refused)}/{r.profiles}"
         if r.reason:
             lines.append(f"| {r.model} | {r.size} | {r.start} | — | — | — | {r.reason} |"
-                         + " |" * 12)
+                         + " |" * 12 + f" {off} |")
             continue
         failed = [what for what, fine in (
             ("time", mean_abs(r.time_errors) <= time_bar),
@@ -298,7 +307,8 @@ def table(rows: list[Row], kind: str) -> str:
             f"{max_abs(r.memory_errors):.2f} | {r.r2_time:.4f} | {r.profile_s:.2f} | "
             f"{r.sampling_s:.2f} | {r.ratio:.2f} | "
             f"{'FAIL ' + '+'.join(failed) if failed else 'pass'} | "
-            f"{mean_abs(r.upper_time_errors):.1f} / {mean_abs(r.upper_memory_errors):.2f} |"
+            f"{mean_abs(r.upper_time_errors):.1f} / {mean_abs(r.upper_memory_errors):.2f} | "
+            f"{off} |"
         )
     lines += ["", "signed time errors % per held-out size, median fit (negative: too little):"]
     for r in rows:
@@ -308,6 +318,10 @@ def table(rows: list[Row], kind: str) -> str:
                 judged, r.time_errors, r.spread, strict=True))
             beyond = f"; beyond the drag range: {r.beyond}" if r.beyond else ""
             lines.append(f"  {r.model}@{r.start}: {pairs}{beyond}")
+    refusals = [(r, reason) for r in rows for reason in r.refused]
+    if refusals:
+        lines += ["", "profiles whose own curves refused to predict (dragging off):"]
+        lines += [f"  {r.model}@{r.start}: {reason}" for r, reason in refusals]
     return "\n".join(lines)
 
 

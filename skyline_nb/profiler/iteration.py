@@ -160,6 +160,21 @@ class WarmTrial:
         return SampleTiming(batch_size, timing.result(precision) / self.user.iteration_ms,
                             timing, timing.settled(precision))
 
+    def time_again(self, earlier: SampleTiming, precision: Precision = SAMPLE) -> SampleTiming:
+        """``earlier``'s size timed once more, after one untimed iteration on its new input
+        tensors (``time_at``'s reason), merged with ``earlier``'s iterations: the median of
+        both, so that a few slow iterations in either are outvoted."""
+        trial = self.trial
+        trial.use_inputs(self.inputs_for(earlier.batch_size))
+        try:
+            trial.step()
+            more = time_steps(trial.step, self.device, precision)
+        finally:
+            trial.use_inputs(self.user_inputs)
+        timing = Timing(earlier.timing.ms + more.ms, earlier.timing.waited + more.waited)
+        return SampleTiming(earlier.batch_size, timing.result(precision) / self.user.iteration_ms,
+                            timing, timing.settled(precision))
+
     def reference(self, inputs: Inputs, peak: int | None = None) -> None:
         """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``peak`` when the
         tracked warm-up measured it, else measured here (as ``peak_at`` does)."""

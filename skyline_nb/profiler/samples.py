@@ -55,20 +55,26 @@ def sample_sizes(
     first = warm.user
     user = first.batch_size
     timings: dict[int, SampleTiming] = {}
+    # GPU iterations of a few ms cost little to time as well as the headline (10 ms samples
+    # gave 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %: BENCHMARKS.md)
+    precision = HEADLINE if dev.kind == "cuda" else SAMPLE
 
     def measure(n: int) -> tuple[int, float]:
         reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
         peak = warm.peak_at(n, categorize=n > user)  # the widget scales by the largest
-        # GPU iterations of a few ms cost little to time as well as the headline (10 ms
-        # samples gave 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %: BENCHMARKS.md)
-        timings[n] = warm.time_at(n, HEADLINE if dev.kind == "cuda" else SAMPLE)
+        timings[n] = warm.time_at(n, precision)
         return peak, timings[n].ratio * first.iteration_ms
+
+    def retime(n: int) -> float:
+        reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user)
+        timings[n] = warm.time_again(timings[n], precision)
+        return timings[n].ratio * first.iteration_ms
 
     tolerance = tolerance_of(first)
     found = sample_curve(
         measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
         oom_errors=dev.oom_types, tolerance=tolerance,
-        budget_ms=max(SAMPLING_BUDGET * first.iteration_ms, SAMPLING_FLOOR_MS))
+        budget_ms=max(SAMPLING_BUDGET * first.iteration_ms, SAMPLING_FLOOR_MS), retime=retime)
     chosen = [timings[n] for n in found.peaks if n != user]
     busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:

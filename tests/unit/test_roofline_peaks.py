@@ -17,14 +17,20 @@ pytestmark = pytest.mark.slow
 
 
 def test_peaks_are_measured_within_half_a_second_and_kept(monkeypatch) -> None:
-    monkeypatch.setattr(rl, "_measured", {})
     device = resolve_device("cpu")
     # The measuring thread's own CPU time: the loops are bounded by BUDGET_S of wall clock each,
     # and a core taken by another process meanwhile (seen: 0.5 s of wall exceeded beside a
-    # browser) must not fail a bound on what the measurement itself costs.
-    started = time.thread_time()
-    roof = rl.roofline(device)
-    assert time.thread_time() - started <= 0.5
+    # browser) must not fail a bound on what the measurement itself costs. Quiet: 0.30–0.34 s.
+    # The best of two: at two threads the measuring thread spins at OpenMP barriers while its
+    # worker waits for a core, and that spinning is its CPU time too (0.5 s exceeded once in a
+    # unit-suite run, 2026-11-25).
+    costs = []
+    for _ in range(2):
+        monkeypatch.setattr(rl, "_measured", {})
+        started = time.thread_time()
+        roof = rl.roofline(device)
+        costs.append(time.thread_time() - started)
+    assert min(costs) <= 0.5, costs
     assert roof.peak_flops > 1e9 and roof.bandwidth > 1e8
     assert rl.roofline(device) is roof
 
