@@ -157,8 +157,7 @@ class WarmTrial:
             timing = time_steps(trial.step, self.device, precision)
         finally:
             trial.use_inputs(self.user_inputs)
-        return SampleTiming(batch_size, timing.result(precision) / self.user.iteration_ms,
-                            timing, timing.settled(precision))
+        return self._sample(batch_size, timing, precision)
 
     def time_again(self, earlier: SampleTiming, precision: Precision = SAMPLE) -> SampleTiming:
         """``earlier``'s size timed once more, after one untimed iteration on its new input
@@ -172,8 +171,13 @@ class WarmTrial:
         finally:
             trial.use_inputs(self.user_inputs)
         timing = Timing(earlier.timing.ms + more.ms, earlier.timing.waited + more.waited)
-        return SampleTiming(earlier.batch_size, timing.result(precision) / self.user.iteration_ms,
-                            timing, timing.settled(precision))
+        return self._sample(earlier.batch_size, timing, precision)
+
+    def _sample(self, batch_size: int, timing: Timing, precision: Precision) -> SampleTiming:
+        """A ratio of the headline, quiet iterations or all as the headline's were."""
+        ms = timing.result(precision, busy=self.user.timing.busy)
+        return SampleTiming(batch_size, ms / self.user.iteration_ms, timing,
+                            timing.settled(precision))
 
     def reference(self, inputs: Inputs, peak: int | None = None) -> None:
         """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``peak`` when the

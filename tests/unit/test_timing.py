@@ -13,7 +13,8 @@ import pytest
 from scripted_chunks import script_chunks
 
 from skyline_nb.profiler.device import resolve_device
-from skyline_nb.profiler.timing import HEADLINE, SAMPLE, time_steps
+from skyline_nb.profiler.iteration import IterationResult, WarmTrial
+from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Timing, time_steps
 
 
 def _steps() -> tuple[list[int], object]:
@@ -69,6 +70,39 @@ def test_a_machine_busy_throughout_ends_within_the_patience() -> None:
     assert sum(result.ms) <= patience + longest
     assert len(result.ms) <= HEADLINE.patience_iterations + 3
     assert result.result(HEADLINE) == pytest.approx(statistics.median(result.ms))
+
+
+def test_a_machine_busy_for_most_of_the_timing_gets_the_median_of_all() -> None:
+    """Under one spinning process at 2 threads, a few chunks ran quiet (both threads on a core)
+    and most waited: those few were the headline, 2.4–3.0 ms against a plain loop's 6.3–7.6.
+    Most iterations waited: the median of all, as the plain loop's."""
+    _, step = _steps()
+    with pytest.MonkeyPatch.context() as mp:
+        script_chunks(mp, [(2.5, 0.0), (7.0, 0.4), (7.2, 0.5), (2.4, 0.0), (6.9, 0.4),
+                           (2.6, 0.0), (7.1, 0.5)])
+        result = time_steps(step, resolve_device("cpu"), HEADLINE)
+    quiet = result.quiet()
+    assert 0 < len(quiet) < result.waited_count
+    assert result.result(HEADLINE) == pytest.approx(statistics.median(result.ms))
+    assert result.result(HEADLINE) > 6.0
+
+
+@pytest.mark.parametrize("headline_busy", [False, True])
+def test_a_sample_counts_quiet_iterations_or_all_as_the_headline_did(headline_busy) -> None:
+    """A sample is a ratio of the headline: both are quiet medians, or both medians of all.
+    Its 2–3 iterations say little about the machine: a burst of the browser's over two of them
+    is still a burst when the headline's timing was mostly quiet."""
+    headline = Timing()
+    headline.add([10.0] * 5, waited=headline_busy)
+    headline.add([10.0] * 4, waited=not headline_busy)
+    assert headline.busy is headline_busy
+    warm = WarmTrial(trial=None, device=None, inputs_for=None,
+                     user=IterationResult(16, 10.0, 1, headline))
+    sample = Timing()
+    sample.add([30.0], waited=False)
+    sample.add([60.0, 66.0], waited=True)  # a burst over most of the sample
+    ratio = warm._sample(32, sample, SAMPLE).ratio
+    assert ratio == (6.0 if headline_busy else 3.0)
 
 
 @pytest.mark.parametrize("chunks", [
