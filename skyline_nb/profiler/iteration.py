@@ -149,29 +149,30 @@ class WarmTrial:
         memory in): what a training loop at that size does. Switching sizes every iteration
         instead makes every timed iteration pay page faults a plain loop never pays, more for
         larger sizes (BENCHMARKS.md). ``ratio`` is over the user's headline median."""
-        trial = self.trial
         size, inputs = self.last_inputs or (None, None)
         self.last_inputs = None
-        trial.use_inputs(inputs if size == batch_size else self.inputs_for(batch_size))
-        try:
-            timing = time_steps(trial.step, self.device, precision)
-        finally:
-            trial.use_inputs(self.user_inputs)
+        timing = self._timed(inputs if size == batch_size else self.inputs_for(batch_size),
+                             precision)
         return self._sample(batch_size, timing, precision)
 
     def time_again(self, earlier: SampleTiming, precision: Precision = SAMPLE) -> SampleTiming:
-        """``earlier``'s size timed once more, after one untimed iteration on its new input
-        tensors (``time_at``'s reason), merged with ``earlier``'s iterations: the median of
-        both, so that a few slow iterations in either are outvoted."""
-        trial = self.trial
-        trial.use_inputs(self.inputs_for(earlier.batch_size))
-        try:
-            trial.step()
-            more = time_steps(trial.step, self.device, precision)
-        finally:
-            trial.use_inputs(self.user_inputs)
+        """``earlier``'s size timed once more, merged with ``earlier``'s iterations: the median
+        of both, so that a few slow iterations in either are outvoted."""
+        more = self._timed(self.inputs_for(earlier.batch_size), precision, untimed=1)
         timing = Timing(earlier.timing.ms + more.ms, earlier.timing.waited + more.waited)
         return self._sample(earlier.batch_size, timing, precision)
+
+    def _timed(self, inputs: Inputs, precision: Precision, untimed: int = 0) -> Timing:
+        """Iterations on ``inputs``, after ``untimed`` ones (new input tensors: the first
+        iteration on them faults memory in, ``time_at``'s reason); back to the user's after."""
+        trial = self.trial
+        trial.use_inputs(inputs)
+        try:
+            for _ in range(untimed):
+                trial.step()
+            return time_steps(trial.step, self.device, precision)
+        finally:
+            trial.use_inputs(self.user_inputs)
 
     def _sample(self, batch_size: int, timing: Timing, precision: Precision) -> SampleTiming:
         """A ratio of the headline, quiet iterations or all as the headline's were."""

@@ -330,9 +330,9 @@ def _fit_to_headline(level1: IterationResult, ops: OperationTracker, warnings: l
     −259 % seen under a competing process, 2026-11-25); the headline is the step's time, so the
     breakdown keeps each op's measured share and takes its absolute time from the headline.
     """
-    ops_ms = ops.ops_ms()
-    if ops_ms <= level1.iteration_ms * (1 + UNTRACKED_TOLERANCE):
+    if _consistent(level1, ops):
         return False
+    ops_ms = ops.ops_ms()
     ops.scale(level1.iteration_ms / ops_ms)
     warnings.append(
         f"the machine was busier while ops were timed ({format_ms(ops_ms)} in all) than while "
