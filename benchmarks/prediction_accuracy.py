@@ -159,8 +159,13 @@ def upper_pair(samples: list[Sample]) -> tuple[Callable[[int], float], Callable[
 
 
 def median_sample(runs: list[Sample]) -> Sample:
+    """Median time and peak; the peak per phase where every run has the same phases."""
+    phases = runs[0].peak_by_phase
+    same = all(s.peak_by_phase.keys() == phases.keys() for s in runs)
     return Sample(runs[0].batch_size, statistics.median(s.iteration_ms for s in runs),
-                  int(statistics.median(s.peak_bytes for s in runs)))
+                  int(statistics.median(s.peak_bytes for s in runs)), {},
+                  {p: int(statistics.median(s.peak_by_phase[p] for s in runs)) for p in phases}
+                  if same else {})
 
 
 def spread(values: list[float]) -> float:
@@ -221,7 +226,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
     row.sample_spread = [spread([r.iteration_ms for r in by_size[b]]) for b in row.samples]
     fit = PerformanceModels.from_samples(
         row.samples, [s.iteration_ms for s in samples], [s.peak_bytes for s in samples],
-        device.capacity_bytes(), None,
+        device.capacity_bytes(), None, peak_phases=[s.peak_by_phase for s in samples],
     )
     row.r2_time = fit.time.r2
     if not fit.can_manipulate:

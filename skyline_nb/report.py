@@ -107,6 +107,9 @@ class Sample:
     peak_bytes: int
     # bytes alive at the peak by category key (as ``Report.categories``); empty when unknown
     categories: dict[str, int] = field(default_factory=dict)
+    # the peak of each phase of the step (forward, backward, optimizer: profiler/phases.py),
+    # which the memory model's lines go through; empty when unknown
+    peak_by_phase: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,6 +194,9 @@ class Report:
         data = asdict(self)
         data["categories"] = self.categories.to_json()
         data["models"] = self.models.to_dict() if self.models is not None else None
+        for sample in data["samples"]:  # only where measured: reports before it stay as read
+            if not sample["peak_by_phase"]:
+                del sample["peak_by_phase"]
         return data
 
     @classmethod

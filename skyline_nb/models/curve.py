@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -265,15 +265,49 @@ def _squared_error(curve: Curve) -> float:
     return float(np.sum(np.square(curve.residuals)))
 
 
-def fit_memory(xs: Sequence[float], ys: Sequence[float]) -> Curve:
-    """The line through the two largest sizes (``LinearFit.upper_segment``) and, where a
+def fit_memory(xs: Sequence[float], ys: Sequence[float],
+               phases: Sequence[Mapping[str, float]] | None = None) -> Curve:
+    """The memory curve through the samples' peaks ``ys``.
+
+    With ``phases`` (each sample's peak per phase of the step, the same phases at every size;
+    ``profiler/phases.py``): the largest of the phases' own curves (``_phase_lines``, each as
+    below), so that a phase that holds the peak only beyond the samples, growing faster than
+    the one that holds it there, is predicted where it takes over. Otherwise the step's peaks
+    alone: the line through the two largest sizes (``LinearFit.upper_segment``) and, where a
     smaller sample lies above it (an earlier phase held the peak there), the fewest lines
     through consecutive smaller sizes, each less steep, that reach every such sample: a hinge
-    for two phases. Exact at the two largest sizes, never below the other samples that a
-    less steep line can reach."""
+    for two phases. Exact at the two largest sizes, never below the other samples that a less
+    steep line can reach."""
+    x, y = _points(xs, ys)
+    names = _common_phases(phases, len(x))
+    if names:
+        lines = [line for name in names
+                 for line in _phase_lines(xs, [float(p[name]) for p in phases or ()], True)]
+    else:
+        lines = _phase_lines(xs, ys)
+    curve = _finish(lines, LINE, x, y)
+    curve.shape = BEND if len(curve.lines) > 1 else LINE
+    return curve
+
+
+def _common_phases(phases: Sequence[Mapping[str, float]] | None, count: int) -> list[str]:
+    """The phases every sample has a peak for, when every sample has the same ones."""
+    if phases is None or len(phases) != count or not phases or not phases[0]:
+        return []
+    names = sorted(phases[0])
+    return names if all(sorted(p) == names for p in phases) else []
+
+
+def _phase_lines(xs: Sequence[float], ys: Sequence[float], hold: bool = False) -> list[Line]:
+    """One phase's (``hold``) or the whole step's lines, as ``fit_memory`` describes. A phase
+    whose peak falls between the two largest sizes holds its largest instead (a falling line
+    would lead the maximum at small sizes); the step's own falling line is left for the trust
+    rules to refuse."""
     x, y = _points(xs, ys)
     gx, gy = _groups(x, y)
     upper = LinearFit.upper_segment(x, y)
+    if hold and upper.slope < 0:
+        upper = LinearFit(0.0, float(gy.max()), 1.0, [])
     lines = [Line(upper.slope, upper.intercept)]
     for k in range(len(gx) - 2):
         pair = _line(gx[k:k + 2], gy[k:k + 2])
@@ -290,6 +324,4 @@ def fit_memory(xs: Sequence[float], ys: Sequence[float]) -> Curve:
         rest = [other for other in lines if other is not line]
         if all(r >= n - 1e-12 * abs(n) for r, n in zip(reach(rest), needed, strict=True)):
             lines = rest
-    curve = _finish(lines, LINE, x, y)
-    curve.shape = BEND if len(curve.lines) > 1 else LINE
-    return curve
+    return lines

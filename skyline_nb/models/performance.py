@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,7 @@ class PerformanceModels:
         *,
         memory_bound: bool = True,
         tolerance: float = TOLERANCE,
+        peak_phases: Sequence[Mapping[str, float]] | None = None,
     ) -> PerformanceModels:
         """Fit both curves; ``can_manipulate`` is false (with why) when a fit is unusable.
 
@@ -99,27 +100,30 @@ class PerformanceModels:
         ``reason`` from the sampler (e.g. "out of memory at 64") is kept when the fit fails.
         ``memory_bound``: whether ``capacity_bytes`` bounds the batch size (see the module);
         ``tolerance``: how far (relative) the samples scatter when nothing changes, for
-        ``curve.fit_time``.
+        ``curve.fit_time``; ``peak_phases``: each sample's peak per phase of the step, for
+        ``curve.fit_memory``.
         """
-        if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes):
-            raise ValueError("batch_sizes, iteration_ms and peak_bytes differ in length")
+        phases = list(peak_phases) if peak_phases is not None else [{}] * len(batch_sizes)
+        if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes) == len(phases):
+            raise ValueError("batch_sizes, iteration_ms, peak_bytes and peak_phases differ in "
+                             "length")
         rows = [
-            (float(x), float(t), float(m))
-            for x, t, m in zip(batch_sizes, iteration_ms, peak_bytes, strict=True)
+            (float(x), float(t), float(m), p)
+            for x, t, m, p in zip(batch_sizes, iteration_ms, peak_bytes, phases, strict=True)
             if all(math.isfinite(float(v)) for v in (x, t, m)) and x >= 1 and t > 0 and m >= 0
         ]
         dropped = len(batch_sizes) - len(rows)
-        distinct = len({x for x, _, _ in rows})
+        distinct = len({row[0] for row in rows})
         if distinct < MIN_POINTS:
             why = f"only {distinct} batch size(s) could be measured; predictions need {MIN_POINTS}"
             if dropped:
                 why += f" ({dropped} sample(s) had invalid values)"
             return cls(None, None, capacity_bytes, False, reason or why, memory_bound=memory_bound)
-        xs, ts, ms = zip(*rows, strict=True)
+        xs, ts, ms, ps = zip(*rows, strict=True)
         time, problems = fit_time(xs, ts, tolerance)
         models = cls(
             time,
-            fit_memory(xs, ms),
+            fit_memory(xs, ms, ps),
             capacity_bytes,
             not problems,
             "; ".join(problems) or None,

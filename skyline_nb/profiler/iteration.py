@@ -37,11 +37,19 @@ from skyline_nb.categories import Categories
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.peak import PeakTracker, named_tensors
+from skyline_nb.profiler.phases import LABELS, PhaseMarks, shifted
 from skyline_nb.profiler.providers import (
     Inputs,
     Providers,
     Trial,
     make_inputs,
+)
+from skyline_nb.profiler.step_peak import (
+    MeasuredStep,
+    allocator_events,
+    by_phase,
+    mark,
+    measured_step,
 )
 from skyline_nb.profiler.timing import (
     HEADLINE,
@@ -105,6 +113,10 @@ class WarmTrial:
     user_input_bytes: int = 0
     user_inputs: Inputs = ((), {}, [])
     categories_at: dict[int, Categories] = field(default_factory=dict)  # by ``peak_at``
+    # peak bytes per phase (``phases.py``) at the user's batch and, by ``peak_at``, at others;
+    # empty where the phases are not marked
+    user_phases: dict[str, int] = field(default_factory=dict)
+    phases_at: dict[int, dict[str, int]] = field(default_factory=dict)
     last_inputs: tuple[int, Inputs] | None = None  # peak_at's, until time_at takes them
 
     def peak_at(self, batch_size: int, categorize: bool = True) -> int:
@@ -119,9 +131,12 @@ class WarmTrial:
                                named_tensors(model, sample_inputs[2], []))
                    if categorize else None)
         try:
-            added, _ = measured_step(self.trial, self.device, sample_inputs, tracker)
-            peak = (self.user.peak_bytes + added - self.user_step_peak
-                    + _bytes(self.trial.input_tensors) - self.user_input_bytes)
+            added, _, by_phase = measured_step(self.trial, self.device, sample_inputs, tracker)
+            shift = (self.user.peak_bytes - self.user_step_peak
+                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
+            peak = shift + added
+            if by_phase and self.user_phases:
+                self.phases_at[batch_size] = shifted(by_phase, shift)
             if tracker is not None:
                 snapshot = tracker.categorized(added, model, sample_inputs[2])
                 self.categories_at[batch_size] = Categories.at_peak(peak,
@@ -180,71 +195,15 @@ class WarmTrial:
         return SampleTiming(batch_size, ms / self.user.iteration_ms, timing,
                             timing.settled(precision))
 
-    def reference(self, inputs: Inputs, peak: int | None = None) -> None:
-        """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``peak`` when the
+    def reference(self, inputs: Inputs, measured: MeasuredStep | None = None) -> None:
+        """Take ``inputs`` at the user's batch and ``step_peak`` on them: ``measured`` when the
         tracked warm-up measured it, else measured here (as ``peak_at`` does)."""
-        if peak is None:
-            peak = step_peak(self.trial, self.device, inputs)
-        self.user_inputs, self.user_step_peak = inputs, peak
+        if measured is None:
+            measured = measured_step(self.trial, self.device, inputs)
+        self.user_inputs, self.user_step_peak = inputs, measured.added
         self.user_input_bytes = _bytes(self.trial.input_tensors)
-
-
-def step_peak(trial: Trial, device: Device, inputs: Inputs) -> int:
-    """Bytes one iteration on ``inputs`` allocates at its peak beyond what was alive when it
-    started; the trial keeps the inputs.
-
-    CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
-    kernels) minus what was allocated before it. CPU: the peak of the running sum of the CPU
-    allocator's reports over the first iteration on the inputs (a live-storage tracker's when a
-    profiler of the user's already runs). The allocator reports the free of a block only if the
-    block was allocated while it reported, so one iteration on the old inputs runs under the
-    reports first: everything the measured one frees was allocated there (unless the trial
-    keeps a block for two iterations or more).
-    """
-    return measured_step(trial, device, inputs)[0]
-
-
-def measured_step(
-    trial: Trial, device: Device, inputs: Inputs, during: Any = None
-) -> tuple[int, Any]:
-    """``step_peak`` and the measured iteration's return value; ``during``: a context manager
-    (e.g. trackers) active over the measured iteration only."""
-    around = during if during is not None else contextlib.nullcontext()
-    if device.kind == "cuda":
-        trial.use_inputs(inputs)
-        trial.step()
-        device.synchronize()
-        before = int(device.memory_allocated() or 0)
-        device.reset_peak()
-        with around:
-            value = trial.step()
-        device.synchronize()
-        return int(device.max_memory_allocated() or 0) - before, value
-    with _allocator_events() as allocator:
-        trial.step()
-        trial.use_inputs(inputs)
-        if allocator is None:
-            tracker = LiveStorageTracker(device.torch_device)
-            try:
-                with tracker, around:
-                    value = trial.step()
-            finally:
-                tracker.close()
-            return tracker.peak, value
-        _mark()
-        with around:
-            value = trial.step()
-    return allocator.peak(after_bytes=MARK_BYTES), value
-
-
-# An allocation of this odd size separates two iterations in the allocator's reports.
-MARK_BYTES = 4093
-
-
-def _mark() -> None:
-    import torch
-
-    torch.empty(MARK_BYTES, dtype=torch.uint8)
+        if measured.by_phase:
+            self.user_phases = shifted(measured.by_phase, self.user.peak_bytes - measured.added)
 
 
 def measure_level1(
@@ -279,7 +238,7 @@ def measure_level1(
         result = IterationResult(batch_size, 0.0, peak)
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
         if reference is not None:
-            warm.reference(reference.inputs, reference.step_peak)
+            warm.reference(reference.inputs, reference.measured)
         timing = time_steps(trial.step, device, precision)
         result.iteration_ms, result.timing = timing.result(precision), timing
         result.converged = timing.settled(precision)
@@ -301,37 +260,12 @@ def _fixed_inputs(trial: Trial, batch_size: int) -> Callable[[int], Inputs]:
     return same
 
 
-@contextlib.contextmanager
-def _allocator_events() -> Any:
-    """The CPU allocator's reports over the block (None when a profiler of the user's runs:
-    torch refuses nested profilers).
-
-    File descriptor 2 is silenced meanwhile: torch logs "Memory block of unknown size was
-    allocated before the profiling started" from C++ at every 1000th free of an older block,
-    which is this module's normal case and would land in the notebook. Known limitation: what
-    the user's own native code writes to stderr in these few iterations is dropped too.
-    """
-    from skyline_nb.profiler import torch_private as tp
-
-    with tp.quiet_native_stderr():
-        allocator: tp.AllocatorReports | None = tp.AllocatorReports()
-        try:
-            allocator.__enter__()
-        except RuntimeError:
-            allocator = None
-        try:
-            yield allocator
-        finally:
-            if allocator is not None:
-                allocator.__exit__(None, None, None)
-
-
 @dataclass
 class Reference:
-    """Fresh inputs at the user's batch, and ``step_peak`` on them once measured."""
+    """Fresh inputs at the user's batch, and ``measured_step`` on them once measured."""
 
     inputs: Inputs
-    step_peak: int | None = None
+    measured: MeasuredStep | None = None
 
 
 def _tracked_warmup(
@@ -343,11 +277,12 @@ def _tracked_warmup(
     live-storage tracker; the peak is the larger of the two.
 
     With a ``reference``, a third iteration on its inputs in the same window gives
-    ``step_peak`` at the user's batch as ``step_peak`` measures it: after an iteration under
-    the reports, so every block the measured one frees was reported when allocated.
+    ``step_peak`` at the user's batch (and its peak per phase) as ``measured_step`` measures
+    it: after an iteration under the reports, so every block the measured one frees was
+    reported when allocated.
     """
 
-    with _allocator_events() as allocator:
+    with allocator_events() as allocator:
         use_tracker = allocator is None or device.memory_budget is not None
         tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
         try:
@@ -357,15 +292,17 @@ def _tracked_warmup(
                 trial.step()
                 if reference is not None and allocator is not None:
                     trial.use_inputs(reference.inputs)
-                    _mark()
-                    trial.step()
+                    mark()
+                    with PhaseMarks(trial.model):
+                        value = trial.step()
         finally:
             tracker.close()
     peak = tracker.peak
     if allocator is not None:
-        peak = max(peak, allocator.peak())
+        peak = max(peak, allocator.peak(labels=LABELS))  # phase markers are not the step's
         if reference is not None:
-            reference.step_peak = allocator.peak(after_bytes=MARK_BYTES)
+            phases = by_phase(allocator)
+            reference.measured = MeasuredStep(max(phases.values()), value, phases)
     if device.memory_budget is not None and peak > device.memory_budget:
         raise CPUOutOfMemoryError(
             f"the iteration needs {peak} bytes, more than the CPU memory budget of "

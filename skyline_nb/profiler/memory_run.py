@@ -18,12 +18,12 @@ from typing import Any
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.flops import FlopTracker
-from skyline_nb.profiler.iteration import measured_step
 from skyline_nb.profiler.memory import SavedTensorTracker, storage_keys, unique_parameters
 from skyline_nb.profiler.operations import OperationTracker
 from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker, named_tensors
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.stacks import UserCode
+from skyline_nb.profiler.step_peak import measured_step
 
 
 @dataclass
@@ -40,7 +40,7 @@ class MemoryRun:
 
 def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs) -> MemoryRun:
     """One iteration of the warm ``trial`` on its ``warm_inputs`` under the three trackers, and
-    under the allocator's reports (``iteration.measured_step``): the allocator's bytes at the
+    under the allocator's reports (``step_peak.measured_step``): the allocator's bytes at the
     peak beyond the tracked ones are the kernels' own workspace."""
     model = trial.model
     fixed = storage_keys(p for _, p in unique_parameters(model)) | storage_keys(model.buffers())
@@ -60,7 +60,7 @@ def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inpu
                           where)
     flops = FlopTracker(where)
     try:
-        added, value = measured_step(trial, dev, warm_inputs,
+        added, value, _ = measured_step(trial, dev, warm_inputs,
                                      _together(ops, saved, tracker, flops))
         peak = tracker.categorized(added, model, trial.input_tensors)
     finally:

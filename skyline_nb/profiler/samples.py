@@ -34,6 +34,8 @@ class Sampled:
     timings: list[SampleTiming]
     reason: str | None
     tolerance: float
+    # peak bytes per phase at each size, the user's included (``phases.py``); empty if unknown
+    phases: dict[int, dict[str, int]]
 
 
 def tolerance_of(level1: IterationResult) -> float:
@@ -82,4 +84,5 @@ def sample_sizes(
             f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
             "be off; re-profile when it is quieter"
         )
-    return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance)
+    phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
+    return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases)

@@ -374,9 +374,11 @@ def _fit(
     one's peak, and the lines through them."""
     first = level1.sample()
     first.categories = dict(categories)
+    first.peak_by_phase = dict(sampled.phases.get(first.batch_size, {}))
     samples = [first] + [
         Sample(t.batch_size, level1.iteration_ms * t.ratio, sampled.peaks[t.batch_size],
-               dict(sampled.categories.get(t.batch_size, {})))
+               dict(sampled.categories.get(t.batch_size, {})),
+               dict(sampled.phases.get(t.batch_size, {})))
         for t in sampled.timings
     ]
     samples.sort(key=lambda s: s.batch_size)
@@ -390,5 +392,6 @@ def _fit(
         # the machine's free RAM is no bound a user means; GPU memory or their budget is
         memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
         tolerance=sampled.tolerance,
+        peak_phases=[s.peak_by_phase for s in samples],
     )
     return samples, models

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -45,6 +45,17 @@ def dispatch_mode_base() -> type:
     from torch.utils import _python_dispatch
 
     return _need(_python_dispatch, "TorchDispatchMode", "torch.utils._python_dispatch")
+
+
+@contextlib.contextmanager
+def outside_modes() -> Iterator[None]:
+    """No dispatch mode or ``TorchFunctionMode`` sees what runs inside (the profiler's own
+    marker allocations stay out of its trackers' records and the user's modes)."""
+    from torch.utils import _python_dispatch
+
+    disable = _need(_python_dispatch, "_disable_current_modes", "torch.utils._python_dispatch")
+    with _need(torch._C, "DisableTorchFunction", "torch._C")(), disable():
+        yield
 
 
 def tree_leaves(value: Any) -> list[Any]:
@@ -293,13 +304,20 @@ class AllocatorReports:
             if event.name() == "[memory]" and str(event.device_type()).endswith("CPU")
         )
 
-    def peak(self, after_bytes: int = 0) -> int:
-        """Max running sum of the reports, in time order.
+    def peak(self, after_bytes: int = 0, labels: Mapping[int, str] | None = None) -> int:
+        """Max running sum of the reports, in time order (the largest of ``peaks``)."""
+        return max(self.peaks(after_bytes, labels).values())
+
+    def peaks(self, after_bytes: int = 0, labels: Mapping[int, str] | None = None,
+              first: str = "") -> dict[str, int]:
+        """Max running sum of the reports, in time order, for each part of the block.
 
         Frees of blocks allocated before the block started are not reported by torch, so the
         sum starts at zero at the start. ``after_bytes``: only the part after the last
         allocation of exactly that many bytes counts (a marker between iterations), the sum
-        then starting at zero there.
+        then starting at zero there. ``labels`` ({marker bytes: part}): an allocation of one
+        of those sizes starts the part it names (the part before the first is ``first``); the
+        markers' own bytes count nowhere.
         """
         events = self.events
         if after_bytes:
@@ -307,11 +325,18 @@ class AllocatorReports:
             if not marks:
                 raise RuntimeError("the allocator reported no marker allocation")
             events = [e for e in events[marks[-1] + 1:] if e[1] != -after_bytes]
-        live = peak = 0
+        labels = labels or {}
+        part, live = first, 0
+        found = {first: 0}
         for _start, nbytes in events:
+            if abs(nbytes) in labels:
+                if nbytes > 0:
+                    part = labels[nbytes]
+                    found[part] = max(found.get(part, live), live)
+                continue
             live += nbytes
-            peak = max(peak, live)
-        return peak
+            found[part] = max(found[part], live)
+        return found
 
 
 @contextlib.contextmanager

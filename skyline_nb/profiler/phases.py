@@ -1,0 +1,93 @@
+"""Where an iteration's phases start, marked in the CPU allocator's reports.
+
+A training step's peak memory is the largest of its phases' (forward, backward, the optimizer
+step), and each phase's own high-water mark grows in a straight line with the batch, at its
+own slope. Which phase holds the peak can change between batch sizes; a line through the
+step's peaks at two sizes on either side of that change has neither phase's slope. Seen: the
+example LSTM at batch 8 peaks in backward, from 16 on in forward; the line through its peaks at
+8 and 16 predicted 4–8 % too little at 24–64, while the forward phase's own line through the
+same two sizes is exact there (BENCHMARKS.md, "Memory by phase"). So each sampled size records
+its peak per phase, and the memory model is the largest of the phases' lines
+(``models.curve.fit_memory``).
+
+While ``PhaseMarks`` is entered, the model's forward starting, backward reaching the model's
+outputs, and an optimizer step starting each allocate a marker of an odd size that no iteration
+is expected to allocate (``LABELS``); ``AllocatorReports.peaks`` then splits the running sum at
+them. Backward is marked where it reaches the model's outputs: what the loss's own backward
+allocates before that counts to forward. Nothing is left on the user's model or optimizers
+afterwards. Known limitation: a model whose output holds no tensor that requires grad (a step
+that calls submodules directly) gets no backward mark; its forward and backward then form one
+phase, as every step did before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import torch
+
+from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.peak import BACKWARD, FORWARD, OPTIMIZER
+
+_MARK_BYTES = {FORWARD: 4091, BACKWARD: 4089, OPTIMIZER: 4087}
+LABELS: dict[int, str] = {nbytes: phase for phase, nbytes in _MARK_BYTES.items()}
+# The part of a step before its model's forward starts (inputs moved, gradients zeroed)
+FIRST = FORWARD
+_MAX_DEPTH = 8  # of nested outputs searched for tensors
+
+
+def _mark(phase: str) -> None:
+    with tp.outside_modes():  # not an op of the user's step: no tracker records it
+        torch.empty(_MARK_BYTES[phase], dtype=torch.uint8)
+
+
+def _backward_reached(_grad_outputs: Any) -> None:
+    _mark(BACKWARD)
+
+
+class PhaseMarks:
+    """``with PhaseMarks(model):`` marks each phase of the steps run inside (module doc)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._handles: list[Any] = []
+
+    def __enter__(self) -> PhaseMarks:
+        handles = tp.register_optimizer_step_hooks(lambda *_: _mark(OPTIMIZER), lambda *_: None)
+        if isinstance(self.model, torch.nn.Module):
+            handles.append(self.model.register_forward_pre_hook(lambda *_: _mark(FORWARD)))
+            handles.append(self.model.register_forward_hook(_mark_outputs))
+        self._handles = handles
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+
+
+def _mark_outputs(_module: Any, _args: Any, output: Any) -> None:
+    """Backward reaching any of the forward's outputs marks the backward phase."""
+    for tensor in _tensors(output, _MAX_DEPTH):
+        if tensor.grad_fn is not None:
+            tensor.grad_fn.register_prehook(_backward_reached)
+
+
+def _tensors(value: Any, depth: int) -> Iterator[torch.Tensor]:
+    """Tensors in an output: nested tuples, lists and mappings (a transformers ModelOutput is
+    an ordered dict)."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif depth > 0 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item, depth - 1)
+    elif depth > 0 and isinstance(value, Mapping):
+        for item in value.values():
+            yield from _tensors(item, depth - 1)
+
+
+def shifted(peaks: Mapping[str, int], by: int) -> dict[str, int]:
+    """Per-phase peaks of one step moved by ``by`` bytes (from what the step added to the
+    absolute peak, as ``WarmTrial.peak_at`` moves the step's total)."""
+    return {phase: value + by for phase, value in peaks.items()}

@@ -1,0 +1,117 @@
+"""One iteration's peak memory beyond what was alive when it began (``step_peak``).
+
+``WarmTrial.peak_at`` measures a batch size n by what one iteration there adds at its peak,
+in the same way as at the user's batch, so that everything the trial keeps between iterations
+cancels (``iteration.py``). On CUDA it is the allocator's peak over the second iteration on
+new inputs; on CPU the running sum of the CPU allocator's own reports (which see what kernels
+allocate for themselves), split by the step's phases (``phases.py``), or a live-storage
+tracker's peak where a profiler of the user's already runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, NamedTuple
+
+from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.memory import LiveStorageTracker
+from skyline_nb.profiler.phases import FIRST, LABELS, PhaseMarks
+from skyline_nb.profiler.providers import Inputs, Trial
+
+
+def step_peak(trial: Trial, device: Device, inputs: Inputs) -> int:
+    """Bytes one iteration on ``inputs`` allocates at its peak beyond what was alive when it
+    started; the trial keeps the inputs.
+
+    CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
+    kernels) minus what was allocated before it. CPU: the peak of the running sum of the CPU
+    allocator's reports over the first iteration on the inputs (a live-storage tracker's when a
+    profiler of the user's already runs). The allocator reports the free of a block only if the
+    block was allocated while it reported, so one iteration on the old inputs runs under the
+    reports first: everything the measured one frees was allocated there (unless the trial
+    keeps a block for two iterations or more).
+    """
+    return measured_step(trial, device, inputs).added
+
+
+class MeasuredStep(NamedTuple):
+    """``step_peak`` of one iteration, its return value, and its peak per phase (``phases.py``;
+    empty where the phases are not marked: CUDA, or a profiler of the user's running)."""
+
+    added: int
+    value: Any
+    by_phase: dict[str, int]
+
+
+def measured_step(
+    trial: Trial, device: Device, inputs: Inputs, during: Any = None
+) -> MeasuredStep:
+    """``step_peak``, the measured iteration's return value and its peak per phase; ``during``:
+    a context manager (e.g. trackers) active over the measured iteration only."""
+    around = during if during is not None else contextlib.nullcontext()
+    if device.kind == "cuda":
+        trial.use_inputs(inputs)
+        trial.step()
+        device.synchronize()
+        before = int(device.memory_allocated() or 0)
+        device.reset_peak()
+        with around:
+            value = trial.step()
+        device.synchronize()
+        return MeasuredStep(int(device.max_memory_allocated() or 0) - before, value, {})
+    with allocator_events() as allocator:
+        trial.step()
+        trial.use_inputs(inputs)
+        if allocator is None:
+            tracker = LiveStorageTracker(device.torch_device)
+            try:
+                with tracker, around:
+                    value = trial.step()
+            finally:
+                tracker.close()
+            return MeasuredStep(tracker.peak, value, {})
+        mark()
+        with around, PhaseMarks(trial.model):
+            value = trial.step()
+    phases = by_phase(allocator)
+    return MeasuredStep(max(phases.values()), value, phases)
+
+
+def by_phase(allocator: Any) -> dict[str, int]:
+    """The running sum's peak per phase, after the last marker between iterations."""
+    return allocator.peaks(after_bytes=MARK_BYTES, labels=LABELS, first=FIRST)
+
+
+# An allocation of this odd size separates two iterations in the allocator's reports.
+MARK_BYTES = 4093
+
+
+def mark() -> None:
+    import torch
+
+    torch.empty(MARK_BYTES, dtype=torch.uint8)
+
+
+@contextlib.contextmanager
+def allocator_events() -> Any:
+    """The CPU allocator's reports over the block (None when a profiler of the user's runs:
+    torch refuses nested profilers).
+
+    File descriptor 2 is silenced meanwhile: torch logs "Memory block of unknown size was
+    allocated before the profiling started" from C++ at every 1000th free of an older block,
+    which is this module's normal case and would land in the notebook. Known limitation: what
+    the user's own native code writes to stderr in these few iterations is dropped too.
+    """
+    from skyline_nb.profiler import torch_private as tp
+
+    with tp.quiet_native_stderr():
+        allocator: tp.AllocatorReports | None = tp.AllocatorReports()
+        try:
+            allocator.__enter__()
+        except RuntimeError:
+            allocator = None
+        try:
+            yield allocator
+        finally:
+            if allocator is not None:
+                allocator.__exit__(None, None, None)

@@ -1,0 +1,152 @@
+"""Peak memory per phase of the step: marks in the allocator's reports, and the memory model as
+the largest of the phases' lines (profiler/phases.py, models/curve.fit_memory)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from skyline_nb.models.curve import fit_memory
+from skyline_nb.models.performance import PerformanceModels
+
+MIB = 2**20
+
+
+def _phases(n: int) -> dict[str, float]:
+    """An LSTM-like step: backward holds the peak up to 8, forward (steeper) from 16 on."""
+    return {"forward": 1e6 + 7.5e5 * n, "backward": 3e6 + 6e5 * n, "optimizer": 9e5 + 1e3 * n}
+
+
+def test_a_phase_that_takes_over_beyond_the_samples_is_predicted_exactly() -> None:
+    sizes = [4, 8, 16]
+    phases = [_phases(n) for n in sizes]
+    peaks = [max(p.values()) for p in phases]
+    by_phase = fit_memory(sizes, peaks, phases)
+    totals = fit_memory(sizes, peaks)
+    for n in (24, 32, 64, 128):
+        truth = max(_phases(n).values())
+        assert by_phase(n) == pytest.approx(truth, rel=1e-12)
+        assert totals(n) < 0.97 * truth  # the line through 8 and 16 has neither phase's slope
+    for n, peak in zip(sizes, peaks, strict=True):  # exact where measured
+        assert by_phase(n) == pytest.approx(peak, rel=1e-12)
+    assert by_phase.inverse(by_phase(100)) == pytest.approx(100)
+
+
+def test_phases_missing_at_any_size_fall_back_to_the_step_peaks() -> None:
+    sizes = [4, 8, 16]
+    peaks = [max(_phases(n).values()) for n in sizes]
+    partial = [_phases(4), {}, _phases(16)]
+    other = [_phases(4), {"forward": 1.0}, _phases(16)]
+    for phases in (partial, other, None):
+        assert fit_memory(sizes, peaks, phases).lines == fit_memory(sizes, peaks).lines
+
+
+def test_a_phase_whose_peak_falls_holds_its_largest() -> None:
+    sizes = [4, 8, 16]
+    phases = [{"forward": 10.0 * n, "optimizer": 200.0 - n} for n in sizes]
+    curve = fit_memory(sizes, [max(p.values()) for p in phases], phases)
+    assert all(line.slope >= 0 for line in curve.lines)
+    assert curve(1) == pytest.approx(196.0) and curve(64) == pytest.approx(640.0)
+
+
+def test_performance_models_take_the_phases_and_keep_them_aligned_with_valid_samples() -> None:
+    sizes = [4, 8, 16, 0]  # batch 0 is no measurement: dropped with its phases
+    phases = [_phases(n) for n in sizes]
+    models = PerformanceModels.from_samples(
+        sizes, [4.0, 8.0, 16.0, 1.0], [max(p.values()) for p in phases], 0,
+        peak_phases=phases)
+    assert models.predict_peak_bytes(64) == pytest.approx(max(_phases(64).values()))
+    with pytest.raises(ValueError, match="differ in length"):
+        PerformanceModels.from_samples(sizes, [1.0] * 4, [1] * 4, 0, peak_phases=phases[:2])
+
+
+def test_allocator_reports_split_at_labelled_markers() -> None:
+    tp = pytest.importorskip("skyline_nb.profiler.torch_private")
+    reports = tp.AllocatorReports()
+    # 4093 starts the iteration; 11 and 13 are phase markers (their bytes count nowhere)
+    reports.events = [(0, 500), (1, 4093), (2, -4093), (3, 100), (4, 11), (5, -11), (6, 300),
+                      (7, 13), (8, -13), (9, -250), (10, 40), (11, -190)]
+    peaks = reports.peaks(after_bytes=4093, labels={11: "b", 13: "c"}, first="a")
+    assert peaks == {"a": 100, "b": 400, "c": 400}  # a phase starts where the last one ended
+    assert reports.peak(after_bytes=4093, labels={11: "b", 13: "c"}) == 400
+    assert reports.peak(after_bytes=4093) == 400 + 13  # unlabelled, a marker is bytes
+
+
+torch = pytest.importorskip("torch")
+
+
+def _trial_parts():
+    from skyline_nb.profiler.device import resolve_device
+    from skyline_nb.profiler.providers import Trial
+
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(),
+                                torch.nn.Linear(256, 8))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    data = {"x": torch.randn(32, 64)}
+
+    def step() -> float:
+        optimizer.zero_grad()
+        loss = model(data["x"]).square().mean()
+        loss.backward()
+        optimizer.step()
+        return float(loss.detach())
+
+    trial = Trial(model, step, (), {}, [], "test")
+    return resolve_device("cpu", None), trial, model, data
+
+
+def test_phase_marks_split_a_real_step_and_leave_no_hook_behind() -> None:
+    from skyline_nb.profiler.phases import FIRST, LABELS, PhaseMarks
+    from skyline_nb.profiler.step_peak import allocator_events, mark
+
+    device, trial, model, data = _trial_parts()
+    inputs = ((), {}, [])
+    for _ in range(2):
+        trial.step()
+    measured = []
+    for marked in (True, False, True):
+        with allocator_events() as allocator:
+            trial.step()
+            trial.use_inputs(inputs)
+            mark()
+            with PhaseMarks(model) if marked else contextlib.nullcontext():
+                trial.step()
+        measured.append(allocator)
+    by_phase = measured[0].peaks(after_bytes=4093, labels=LABELS, first=FIRST)
+    assert set(by_phase) == {"forward", "backward", "optimizer"}
+    plain = measured[1].peak(after_bytes=4093)
+    assert max(by_phase.values()) == plain  # the same step's peak, the markers left out
+    # zero_grad frees the last step's gradients before the activations outgrow them; backward
+    # makes them again and holds the peak
+    assert by_phase["backward"] == plain > by_phase["forward"] >= 0
+    assert measured[2].peaks(after_bytes=4093, labels=LABELS, first=FIRST) == by_phase
+    assert not model._forward_pre_hooks and not model._forward_hooks
+    torch.optim.SGD(model.parameters(), lr=0.1).step()  # no global optimizer hook marks it
+    assert device.kind == "cpu" and data["x"].shape == (32, 64)
+
+
+@pytest.mark.slow
+def test_the_example_lstm_from_8_predicts_its_peak_at_32_and_64() -> None:
+    """The LSTM peaks in backward at 8 and in forward from 16 on: from samples at 4, 8 and 16,
+    the phases' lines predict 32 and 64 to the byte's 0.1 %; the step's peaks alone did not."""
+    from skyline_nb.examples import lstm
+    from skyline_nb.profiler.iteration import measure_level1, warm_inputs
+    from skyline_nb.profiler.prepare import prepare
+    from skyline_nb.profiler.session import build_trial
+
+    run = prepare(lstm.skyline_model_provider, lstm.skyline_input_provider,
+                  lstm.skyline_iteration_provider, batch_size=8, device="cpu",
+                  project_root=None, memory_budget=None, cells=None)
+    level1, warm = measure_level1(lambda: build_trial(run.providers, 8, run.device),
+                                  run.device, 8, inputs_for=warm_inputs(run.providers, run.device))
+    sizes = [4, 8, 16]
+    peaks = {8: level1.peak_bytes, **{n: warm.peak_at(n) for n in (4, 16)}}
+    truth = {n: warm.peak_at(n) for n in (32, 64)}
+    phases = [{**warm.phases_at, 8: warm.user_phases}[n] for n in sizes]
+    assert all(max(p.values()) == peaks[n] for n, p in zip(sizes, phases, strict=True))
+    by_phase = fit_memory(sizes, [peaks[n] for n in sizes], phases)
+    totals = fit_memory(sizes, [peaks[n] for n in sizes])
+    for n, peak in truth.items():
+        assert by_phase(n) == pytest.approx(peak, rel=1e-3)
+        assert totals(n) < 0.98 * peak
