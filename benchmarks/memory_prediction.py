@@ -1,0 +1,71 @@
+"""How well does the memory curve predict the peak at batch sizes it was not measured at?
+
+For each model and starting batch size, one ``skyline_nb.profile`` (its samples: the sizes the
+sampler chose), then a fresh trial's peak at held-out sizes 1.5, 3, 4, 6 and 8 × the start
+(``measure_iteration``: what a user's own loop at that size reaches). Peaks are bytes, exact on
+CPU, so one run suffices and load does not matter. Printed: the sizes sampled, the error of the
+shipped curve (the largest of the phases' lines, ``models.curve.fit_memory`` with each sample's
+peak per phase) and, on the same samples, of the curve through the step's peaks alone (before
+the phases were measured), mean and worst |error| % over the held-out sizes.
+
+    python benchmarks/memory_prediction.py
+    python benchmarks/memory_prediction.py --models lstm gpt --starts 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from peak_memory import providers  # noqa: E402
+
+MODELS = ("mlp", "cnn", "transformer", "lstm", "gpt", "convnext")
+HELD_OUT = (1.5, 3.0, 4.0, 6.0, 8.0)
+
+
+def errors(curve, truth: dict[int, int]) -> tuple[float, float]:
+    values = [100.0 * abs(curve(n) / peak - 1) for n, peak in truth.items()]
+    return statistics.mean(values), max(values)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--starts", nargs="+", type=int, default=[8, 16])
+    args = parser.parse_args()
+    import torch
+
+    import skyline_nb
+    from skyline_nb.models.curve import fit_memory
+    from skyline_nb.profiler.prepare import measure_iteration
+
+    print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print("| model | start | samples | phases at the largest | by phase mean / max % "
+          "| step peaks only mean / max % |")
+    print("|---|---|---|---|---|---|")
+    for name in args.models:
+        provs = providers(name)
+        for start in args.starts:
+            report = skyline_nb.profile(*provs, batch_size=start, device="cpu")
+            samples = report.samples
+            sizes = [s.batch_size for s in samples]
+            truth = {n: measure_iteration(*provs, n, "cpu").peak_bytes
+                     for n in sorted({round(start * f) for f in HELD_OUT} - set(sizes))}
+            peaks = [s.peak_bytes for s in samples]
+            shipped = fit_memory(sizes, peaks, [s.peak_by_phase for s in samples])
+            before = fit_memory(sizes, peaks)
+            largest = samples[-1].peak_by_phase
+            holder = max(largest, key=largest.get) if largest else "unknown"
+            print(f"| {name} | {start} | {','.join(map(str, sizes))} | {holder} | "
+                  "{:.2f} / {:.2f} | {:.2f} / {:.2f} |".format(*errors(shipped, truth),
+                                                              *errors(before, truth)),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
