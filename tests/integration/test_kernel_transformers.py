@@ -1,0 +1,78 @@
+"""A newcomer's notebook in a real kernel: their own cell builds a Hugging Face GPT-2 from a
+small config (no download) with the three providers, a later cell loads the extension and runs
+``%skyline`` (the providers' cell ran before the extension was loaded), at torch's own thread
+count. The report must hold no impossible value, mark every phase of the step, keep dragging
+on, and find the batch-size literal in the earlier cell for the drag to edit."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from skyline_nb.demo import execute
+
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.integration
+
+USER_CELL = '''\
+import torch
+import transformers
+
+config = transformers.GPT2Config(vocab_size=1000, n_positions=32, n_embd=64, n_layer=2,
+                                 n_head=4, bos_token_id=0, eos_token_id=0)
+
+def skyline_model_provider():
+    return transformers.GPT2LMHeadModel(config)
+
+def skyline_input_provider(batch_size=12):
+    return (torch.randint(0, 1000, (batch_size, 32)),)
+
+def skyline_iteration_provider(model):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    def iteration(ids):
+        optimizer.zero_grad()
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer.step()
+    return iteration
+'''
+
+CHECK_CELL = '''\
+import json, torch, skyline_nb
+from skyline_nb.report_checks import impossible_values
+report = skyline_nb.last_report()
+print(json.dumps({
+    "threads": torch.get_num_threads(),
+    "impossible": impossible_values(report),
+    "batch": report.batch_size,
+    "phases": [sorted(s.peak_by_phase) for s in report.samples],
+    "drag": report.models.can_manipulate if report.models else None,
+    "reason": report.models.reason if report.models else None,
+    "editable": report.source.editable if report.source else None,
+    "literal": report.source.code[report.source.start:report.source.end]
+               if report.source and report.source.editable else None,
+}))
+'''
+
+
+def test_a_transformers_model_defined_before_load_ext_profiles_and_is_editable(tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell(USER_CELL),
+                      nbformat.v4.new_code_cell("%load_ext skyline_nb\n%skyline"),
+                      nbformat.v4.new_code_cell(CHECK_CELL)]
+    path = tmp_path / "newcomer.ipynb"
+    nbformat.write(notebook, path)
+    out = tmp_path / "out"
+    out.mkdir()
+    executed = nbformat.read(execute(path, out, timeout=300), as_version=4)
+    text = "".join(o.get("text", "") for o in executed.cells[2].outputs)
+    found = json.loads(text.strip().splitlines()[-1])
+    assert found["threads"] >= 1 and found["impossible"] == [], found
+    assert found["batch"] == 12
+    assert found["phases"] and all(p == ["backward", "forward", "optimizer"]
+                                   for p in found["phases"]), found
+    assert found["drag"] is True, found["reason"]
+    assert found["editable"] is True and found["literal"] == "12", found
