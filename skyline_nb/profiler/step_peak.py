@@ -19,21 +19,6 @@ from skyline_nb.profiler.phases import FIRST, LABELS, PhaseMarks
 from skyline_nb.profiler.providers import Inputs, Trial
 
 
-def step_peak(trial: Trial, device: Device, inputs: Inputs) -> int:
-    """Bytes one iteration on ``inputs`` allocates at its peak beyond what was alive when it
-    started; the trial keeps the inputs.
-
-    CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
-    kernels) minus what was allocated before it. CPU: the peak of the running sum of the CPU
-    allocator's reports over the first iteration on the inputs (a live-storage tracker's when a
-    profiler of the user's already runs). The allocator reports the free of a block only if the
-    block was allocated while it reported, so one iteration on the old inputs runs under the
-    reports first: everything the measured one frees was allocated there (unless the trial
-    keeps a block for two iterations or more).
-    """
-    return measured_step(trial, device, inputs).added
-
-
 class MeasuredStep(NamedTuple):
     """``step_peak`` of one iteration, its return value, and its peak per phase (``phases.py``;
     empty where the phases are not marked: CUDA, or a profiler of the user's running)."""
@@ -46,8 +31,18 @@ class MeasuredStep(NamedTuple):
 def measured_step(
     trial: Trial, device: Device, inputs: Inputs, during: Any = None
 ) -> MeasuredStep:
-    """``step_peak``, the measured iteration's return value and its peak per phase; ``during``:
-    a context manager (e.g. trackers) active over the measured iteration only."""
+    """One iteration on ``inputs`` (the trial keeps them): the bytes it allocates at its peak
+    beyond what was alive when it started (``step_peak``), its return value and its peak per
+    phase; ``during``: a context manager (e.g. trackers) active over that iteration only.
+
+    CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
+    kernels) minus what was allocated before it. CPU: the peak of the running sum of the CPU
+    allocator's reports over the first iteration on the inputs (a live-storage tracker's when a
+    profiler of the user's already runs). The allocator reports the free of a block only if the
+    block was allocated while it reported, so one iteration on the old inputs runs under the
+    reports first: everything the measured one frees was allocated there (unless the trial
+    keeps a block for two iterations or more).
+    """
     around = during if during is not None else contextlib.nullcontext()
     if device.kind == "cuda":
         trial.use_inputs(inputs)
