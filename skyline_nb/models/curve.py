@@ -16,9 +16,11 @@ four shapes, each evaluated, inverted and drawn the same way here and in js/src/
 ``fit_time`` chooses the simplest shape whose every sample lies within ``tolerance`` of it
 (relative), so a straight line is kept wherever it describes the samples, and a bend or a
 steeper segment appears only where the samples show one beyond their noise. ``fit_memory``
-starts from the line through the two largest sizes (beyond the samples, where the widget
-predicts, the last phase's line is the right one) and adds the lines of earlier phases only
-where a smaller sample lies above it (the peak moved between phases).
+takes, for each phase of the step whose peak every sample recorded (forward, backward, the
+optimizer step), the line through its two largest sizes (beyond the samples, where the widget
+predicts, the last stretch's line is the right one) plus the lines of earlier stretches only
+where a smaller sample lies above it; the curve is the largest of all, so a phase that grows
+faster takes over where it does, beyond the samples too.
 """
 
 from __future__ import annotations
