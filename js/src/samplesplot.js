@@ -46,7 +46,11 @@ function svg(tag, attrs = {}, text) {
   return el;
 }
 
-/** The samples that have a usable batch size: [{batch, time, memory}] (a bad value is null). */
+/**
+ * The samples that have a usable batch size: [{batch, time, memory, phase}] (a bad value is
+ * null). `phase` names the phase of the step that held the memory peak there (the largest of
+ * the sample's peak_by_phase, which the memory curve's lines go through), or null.
+ */
 export function usableSamples(samples) {
   if (!Array.isArray(samples)) return [];
   return samples.flatMap((s) => {
@@ -54,8 +58,19 @@ export function usableSamples(samples) {
     if (!positive(batch)) return [];
     const time = num(s.iteration_ms);
     const memory = num(s.peak_bytes);
-    return [{ batch, time: positive(time) ? time : null, memory: positive(memory) ? memory : null }];
+    return [{ batch, time: positive(time) ? time : null, memory: positive(memory) ? memory : null, phase: peakPhase(s.peak_by_phase) }];
   });
+}
+
+const PHASE_NAMES = { forward: "forward", backward: "backward", optimizer: "the optimizer step" };
+
+function peakPhase(byPhase) {
+  if (!byPhase || typeof byPhase !== "object") return null;
+  let best = null;
+  for (const [name, bytes] of Object.entries(byPhase)) {
+    if (Number.isFinite(num(bytes)) && (best === null || num(bytes) > num(byPhase[best]))) best = name;
+  }
+  return best;
 }
 
 /** The batch sizes the curve is drawn at: log-spaced over [1, top] plus the ones that matter. */
@@ -118,7 +133,7 @@ export function valueTicks(lo, hi, unit) {
 
 /** One panel: its frame, axes, points, curve and the marker's parts. */
 function buildPanel(metric, { samples, predictor, live, top, range, measuredBatch, reportValue }) {
-  const points = samples.filter((s) => s[metric.name] !== null).map((s) => ({ batch: s.batch, value: s[metric.name] }));
+  const points = samples.filter((s) => s[metric.name] !== null).map((s) => ({ batch: s.batch, value: s[metric.name], phase: metric.name === "memory" ? s.phase : null }));
   let curve = [];
   if (live) {
     const batches = curveBatches(top, [...samples.map((s) => s.batch), ...range]);
@@ -203,7 +218,8 @@ function buildPanel(metric, { samples, predictor, live, top, range, measuredBatc
       class: `sk-samples-point${user ? " sk-samples-user" : ""}`, cx: fix(x(p.batch)), cy: fix(y(p.value)), r: user ? 4.5 : 3,
       "data-skyline": "samples-point", "data-batch": p.batch, "data-user": user ? "true" : null,
     });
-    dot.append(svg("title", {}, `batch ${formatInt(p.batch)}${user ? " (yours)" : ""}: ${metric.format(p.value)} measured`));
+    const where = p.phase ? `, the peak in ${PHASE_NAMES[p.phase] ?? p.phase}` : "";
+    dot.append(svg("title", {}, `batch ${formatInt(p.batch)}${user ? " (yours)" : ""}: ${metric.format(p.value)} measured${where}`));
     dots.append(dot);
   }
   plot.append(dots);

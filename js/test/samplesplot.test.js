@@ -186,7 +186,7 @@ describe("the samples plot", () => {
     plot.setBatch(Number.NaN);
     plot.setBatch(300);
     expect(badAttributes(plot.el)).toEqual([]);
-    expect(usableSamples([{ batch_size: "64", iteration_ms: "2", peak_bytes: 0 }])).toEqual([{ batch: 64, time: 2, memory: null }]);
+    expect(usableSamples([{ batch_size: "64", iteration_ms: "2", peak_bytes: 0 }])).toEqual([{ batch: 64, time: 2, memory: null, phase: null }]);
   });
 
   test("a model that predicts nothing positive draws no curve there, and no NaN", () => {
@@ -231,5 +231,23 @@ describe("axis ticks", () => {
     expect(valueTicks(0.1003, 0.225, 1)).toEqual([0.15, 0.2]);
     expect(valueTicks(0.1003, 0.149, 1).map((v) => Math.round(v * 1e4))).toEqual([1100, 1200, 1300, 1400]);
     expect(valueTicks(100, 100.5, 1)).toEqual([100, 100.5]);
+  });
+});
+
+describe("which phase held each sample's memory peak", () => {
+  test("the memory points say where the peak was; time points and samples without phases say nothing", () => {
+    const report = small();
+    report.samples[0].peak_by_phase = { forward: 10, backward: 12, optimizer: 3 };
+    report.samples[1].peak_by_phase = { forward: 20, backward: 15, optimizer: 3 };
+    report.samples[2].peak_by_phase = { forward: 1, backward: 2, optimizer: 9, "<b>odd</b>": "nonsense" };
+    const plot = plotOf(report);
+    const titles = (metric) => points(panel(plot, metric)).map((p) => p.querySelector("title").textContent);
+    expect(titles("memory")[0]).toMatch(/^batch 32 \(yours\): .* measured, the peak in backward$/);
+    expect(titles("memory")[1]).toMatch(/, the peak in forward$/);
+    expect(titles("memory")[2]).toMatch(/, the peak in the optimizer step$/);
+    expect(titles("memory")[3]).toMatch(/ measured$/);
+    expect(titles("time").every((t) => t.endsWith(" measured"))).toBe(true);
+    expect(plot.el.querySelector("b")).toBe(null);
+    expect(usableSamples([{ batch_size: 8, iteration_ms: 1, peak_bytes: 5, peak_by_phase: { "<i>x</i>": 7 } }])[0].phase).toBe("<i>x</i>");
   });
 });
