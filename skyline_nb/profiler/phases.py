@@ -16,8 +16,8 @@ is expected to allocate (``LABELS``); ``AllocatorReports.peaks`` then splits the
 them. Backward is marked where it reaches the model's outputs: what the loss's own backward
 allocates before that counts to forward. Nothing is left on the user's model or optimizers
 afterwards. Known limitation: a model whose output holds no tensor that requires grad (a step
-that calls submodules directly) gets no backward mark; its forward and backward then form one
-phase, as every step did before.
+that calls submodules directly), or that takes no hooks (a TorchScript module), gets no forward
+or backward mark; its forward and backward then form one phase, as every step did before.
 """
 
 from __future__ import annotations
@@ -54,11 +54,15 @@ class PhaseMarks:
         self._handles: list[Any] = []
 
     def __enter__(self) -> PhaseMarks:
-        handles = tp.register_optimizer_step_hooks(lambda *_: _mark(OPTIMIZER), lambda *_: None)
+        self._handles = tp.register_optimizer_step_hooks(lambda *_: _mark(OPTIMIZER),
+                                                          lambda *_: None)
         if isinstance(self.model, torch.nn.Module):
-            handles.append(self.model.register_forward_pre_hook(lambda *_: _mark(FORWARD)))
-            handles.append(self.model.register_forward_hook(_mark_outputs))
-        self._handles = handles
+            try:
+                self._handles.append(
+                    self.model.register_forward_pre_hook(lambda *_: _mark(FORWARD)))
+                self._handles.append(self.model.register_forward_hook(_mark_outputs))
+            except RuntimeError:  # a ScriptModule takes no hooks: one phase before the step
+                pass
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -150,3 +150,21 @@ def test_the_example_lstm_from_8_predicts_its_peak_at_32_and_64() -> None:
     for n, peak in truth.items():
         assert by_phase(n) == pytest.approx(peak, rel=1e-3)
         assert totals(n) < 0.98 * peak
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_a_model_that_takes_no_hooks_is_one_phase_until_its_optimizer_steps() -> None:
+    from skyline_nb.profiler.phases import FIRST, LABELS, PhaseMarks
+    from skyline_nb.profiler.step_peak import allocator_events, mark
+
+    model = torch.jit.script(torch.nn.Linear(16, 16))
+    optimizer = torch.optim.SGD(list(model.parameters()), lr=0.1)
+    x = torch.randn(8, 16)
+    with allocator_events() as allocator:
+        mark()
+        with PhaseMarks(model):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            optimizer.step()
+    assert set(allocator.peaks(after_bytes=4093, labels=LABELS, first=FIRST)) == {
+        "forward", "optimizer"}
