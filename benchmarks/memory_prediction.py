@@ -9,7 +9,7 @@ peak per phase) and, on the same samples, of the curve through the step's peaks 
 the phases were measured), mean and worst |error| % over the held-out sizes.
 
     python benchmarks/memory_prediction.py
-    python benchmarks/memory_prediction.py --models lstm gpt --starts 8
+    python benchmarks/memory_prediction.py --models lstm gpt bert gpt2 --starts 8
 """
 
 from __future__ import annotations
@@ -22,9 +22,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from peak_memory import providers  # noqa: E402
+import peak_memory  # noqa: E402
 
-MODELS = ("mlp", "cnn", "transformer", "lstm", "gpt", "convnext")
+MODELS = ("mlp", "cnn", "transformer", "lstm", "gpt", "convnext", "bert", "gpt2")
+
+
+def providers(name: str) -> tuple:
+    """The example models, the test suite's styled ones, and Hugging Face BERT and GPT-2 from
+    small configs (``tests/unit/test_transformers_models.py``; needs the dev extra)."""
+    if name in ("bert", "gpt2"):
+        import test_transformers_models
+
+        return getattr(test_transformers_models, f"{name}_providers")()
+    return peak_memory.providers(name)
 HELD_OUT = (1.5, 3.0, 4.0, 6.0, 8.0)
 
 
