@@ -107,9 +107,9 @@ class Sample:
     peak_bytes: int
     # bytes alive at the peak by category key (as ``Report.categories``); empty when unknown
     categories: dict[str, int] = field(default_factory=dict)
-    # the peak of each phase of the step (forward until backward reaches the model's outputs,
-    # backward, the optimizer step: profiler/phases.py), which the memory model's lines go
-    # through; empty when unknown (CUDA, or a profiler of the user's running)
+    # the peak of each phase of the step (the model's forward, the loss until backward reaches
+    # the model's outputs, backward, the optimizer step: profiler/phases.py), which the memory
+    # model's lines go through; empty when unknown (CUDA, or a profiler of the user's running)
     peak_by_phase: dict[str, int] = field(default_factory=dict)
 
 

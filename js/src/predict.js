@@ -21,7 +21,7 @@ const line = (fit, x) => fit.slope * x + fit.intercept;
 function linesOf(fit) {
   if (!fit) return null;
   const lines = Array.isArray(fit.lines) && fit.lines.length ? fit.lines : [fit];
-  return lines.map((l) => ({ slope: Number(l.slope), intercept: Number(l.intercept) }));
+  return lines.map((l) => ({ slope: Number(l.slope), intercept: Number(l.intercept), phase: typeof l.phase === "string" ? l.phase : null }));
 }
 
 const SHAPES = ["flat", "line", "bend", "convex"];
@@ -137,6 +137,12 @@ export class Predictor {
   predictPeakBytes(batchSize) {
     need(this.memory);
     return curveAt(this.memoryLines, batchSize);
+  }
+
+  /** PerformanceModels.peak_phase_at: the phase whose memory line is the curve at batchSize. */
+  peakPhaseAt(batchSize) {
+    need(this.memory);
+    return lineAt(this.memoryLines, batchSize).phase;
   }
 
   /** The largest measured batch when the time did not grow up to it (launch-bound), else null. */

@@ -49,7 +49,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     ...breakdownOpts, kind: "memory", title: "Memory", formatValue: formatBytes, onHover: (s, e, move) => hover(s, "memory", e, move),
     legend: categories.filter((c) => c.bytes !== 0),
   });
-  const peakNote = createPeakNote({ report });
+  const peakNote = createPeakNote({ report, predictor });
   // The roofline needs the device's peaks (0 when not measured) and work that has FLOPs.
   const roof = deviceRoof(report);
   const nodes = [...index.byPath.values()];

@@ -19,6 +19,7 @@
 
 import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
+import { phaseWords } from "./peaknote.js";
 import { linearScale } from "./scale.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -61,8 +62,6 @@ export function usableSamples(samples) {
     return [{ batch, time: positive(time) ? time : null, memory: positive(memory) ? memory : null, phase: peakPhase(s.peak_by_phase) }];
   });
 }
-
-const PHASE_NAMES = { forward: "forward", backward: "backward", optimizer: "the optimizer step" };
 
 function peakPhase(byPhase) {
   if (!byPhase || typeof byPhase !== "object") return null;
@@ -218,7 +217,7 @@ function buildPanel(metric, { samples, predictor, live, top, range, measuredBatc
       class: `sk-samples-point${user ? " sk-samples-user" : ""}`, cx: fix(x(p.batch)), cy: fix(y(p.value)), r: user ? 4.5 : 3,
       "data-skyline": "samples-point", "data-batch": p.batch, "data-user": user ? "true" : null,
     });
-    const where = p.phase ? `, the peak in ${PHASE_NAMES[p.phase] ?? p.phase}` : "";
+    const where = p.phase ? `, the peak in ${phaseWords(p.phase)}` : "";
     dot.append(svg("title", {}, `batch ${formatInt(p.batch)}${user ? " (yours)" : ""}: ${metric.format(p.value)} measured${where}`));
     dots.append(dot);
   }

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { formatBytes } from "../src/format.js";
-import { peakPlaceText } from "../src/peaknote.js";
+import { createPeakNote, peakPlaceText } from "../src/peaknote.js";
 import { loadReport, mount } from "./helpers.js";
 
 let view;
@@ -24,6 +24,26 @@ describe("where the memory peak happened", () => {
     expect(note.hidden).toBe(false);
     expect(note.textContent).toMatch(/^Peak .* in backward of fc1<img src=x> \(addmm\)$/);
     expect(note.querySelector("img")).toBeNull();
+  });
+
+  test("while a drag predicts, the phase predicted to hold the peak there, when the lines say", () => {
+    const report = { peak_bytes: 1024, peak_place: { phase: "backward", module: "encoder", op: "mm" } };
+    const phaseAt = (batch) => (batch > 16 ? "loss" : "backward");
+    const note = createPeakNote({ report, predictor: { peakPhaseAt: phaseAt } });
+    note.update({ predicted: true, peakBytes: 4 * 2 ** 20, batch: 64 });
+    expect(note.el.textContent).toBe(
+      "Predicted peak 4 MiB at batch size 64, in the loss and its backward; measured peak in backward of encoder (mm)");
+    note.update({ predicted: true, peakBytes: 2 ** 20, batch: 12 });
+    expect(note.el.textContent).toContain("at batch size 12, in the model's backward;");
+    const unknown = createPeakNote({ report, predictor: { peakPhaseAt: () => "<b>warmup</b>" } });
+    unknown.update({ predicted: true, peakBytes: 2 ** 20, batch: 64 });
+    expect(unknown.el.textContent).toContain(", in <b>warmup</b>;");
+    expect(unknown.el.querySelector("b")).toBeNull();
+    for (const predictor of [{ peakPhaseAt: () => null }, { peakPhaseAt: () => { throw new Error("no memory model"); } }, undefined]) {
+      const plain = createPeakNote({ report, predictor });
+      plain.update({ predicted: true, peakBytes: 2 ** 20, batch: 64 });
+      expect(plain.el.textContent).toBe("Predicted peak 1 MiB at batch size 64; measured peak in backward of encoder (mm)");
+    }
   });
 
   test("reports that do not say show no line", () => {

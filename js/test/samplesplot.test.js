@@ -242,8 +242,8 @@ describe("which phase held each sample's memory peak", () => {
     report.samples[2].peak_by_phase = { forward: 1, backward: 2, optimizer: 9, "<b>odd</b>": "nonsense" };
     const plot = plotOf(report);
     const titles = (metric) => points(panel(plot, metric)).map((p) => p.querySelector("title").textContent);
-    expect(titles("memory")[0]).toMatch(/^batch 32 \(yours\): .* measured, the peak in backward$/);
-    expect(titles("memory")[1]).toMatch(/, the peak in forward$/);
+    expect(titles("memory")[0]).toMatch(/^batch 32 \(yours\): .* measured, the peak in the model's backward$/);
+    expect(titles("memory")[1]).toMatch(/, the peak in the model's forward$/);
     expect(titles("memory")[2]).toMatch(/, the peak in the optimizer step$/);
     expect(titles("memory")[3]).toMatch(/ measured$/);
     expect(titles("time").every((t) => t.endsWith(" measured"))).toBe(true);

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,8 @@ MIN_R2 = 0.95
 class Line:
     slope: float
     intercept: float
+    # the phase of the step whose peak this memory line follows (``fit_memory``), else None
+    phase: str | None = None
 
     def __call__(self, x: float) -> float:
         return self.slope * x + self.intercept
@@ -116,7 +118,8 @@ class Curve:
         """The lines, plus the steepest one's ``slope`` and ``intercept`` (the asymptote; the
         only line a report from before curves had)."""
         return {
-            "lines": [{"slope": line.slope, "intercept": line.intercept} for line in self.lines],
+            "lines": [{"slope": line.slope, "intercept": line.intercept,
+                       **({"phase": line.phase} if line.phase else {})} for line in self.lines],
             "shape": self.shape,
             "slope": self.slope,
             "intercept": self.intercept,
@@ -131,7 +134,9 @@ class Curve:
         if "lines" not in data:
             return cls.of_line(LinearFit(float(data["slope"]), float(data["intercept"]),
                                          float(data["r2"]), residuals))
-        lines = [Line(float(item["slope"]), float(item["intercept"])) for item in data["lines"]]
+        lines = [Line(float(item["slope"]), float(item["intercept"]),
+                      item["phase"] if isinstance(item.get("phase"), str) else None)
+                 for item in data["lines"]]
         if not lines:
             raise ValueError("a curve needs at least one line")
         shape = data.get("shape", LINE)
@@ -283,7 +288,7 @@ def fit_memory(xs: Sequence[float], ys: Sequence[float],
     x, y = _points(xs, ys)
     names = _common_phases(phases, len(x))
     if names:
-        lines = [line for name in names
+        lines = [replace(line, phase=name) for name in names
                  for line in _phase_lines(xs, [float(p[name]) for p in phases or ()], True)]
     else:
         lines = _phase_lines(xs, ys)

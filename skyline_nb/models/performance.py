@@ -203,6 +203,11 @@ class PerformanceModels:
     def predict_peak_bytes(self, batch_size: float) -> float:
         return self._need(self.memory)(batch_size)
 
+    def peak_phase_at(self, batch_size: float) -> str | None:
+        """The phase of the step predicted to hold the memory peak at ``batch_size`` (the phase
+        of the memory line that is the curve there), or None when the lines carry none."""
+        return self._need(self.memory).line_at(batch_size).phase
+
     def turns(self, top: int) -> list[float]:
         """Batch sizes in [1, top] between which the throughput is monotone: the ends and the
         time curve's breakpoints (on one line, x/(a·x + b) is monotone)."""

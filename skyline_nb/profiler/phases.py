@@ -1,23 +1,28 @@
 """Where an iteration's phases start, marked in the CPU allocator's reports.
 
-A training step's peak memory is the largest of its phases' (forward, backward, the optimizer
-step), and each phase's own high-water mark grows in a straight line with the batch, at its
-own slope. Which phase holds the peak can change between batch sizes; a line through the
+A training step's peak memory is the largest of its phases' (forward, the loss, backward, the
+optimizer step), and each phase's own high-water mark grows in a straight line with the batch,
+at its own slope. Which phase holds the peak can change between batch sizes; a line through the
 step's peaks at two sizes on either side of that change has neither phase's slope. Seen: the
-example LSTM at batch 8 peaks in backward, from 16 on in forward; the line through its peaks at
-8 and 16 predicted 4–8 % too little at 24–64, while the forward phase's own line through the
-same two sizes is exact there (BENCHMARKS.md, "Memory by phase"). So each sampled size records
+example LSTM at batch 8 peaks in the model's backward, from 16 on in the loss phase (the
+log-softmax backward over its vocabulary); the line through its peaks at 8 and 16 predicted
+4–8 % too little at 24–64, while the loss phase's own line through the same two sizes is exact
+there (BENCHMARKS.md, "Memory by phase"). So each sampled size records
 its peak per phase, and the memory model is the largest of the phases' lines
 (``models.curve.fit_memory``).
 
-While ``PhaseMarks`` is entered, the model's forward starting, backward reaching the model's
-outputs, and an optimizer step starting each allocate a marker of an odd size that no iteration
-is expected to allocate (``LABELS``); ``AllocatorReports.peaks`` then splits the running sum at
-them. Backward is marked where it reaches the model's outputs: what the loss's own backward
-allocates before that counts to forward. Nothing is left on the user's model or optimizers
-afterwards. Known limitation: a model whose output holds no tensor that requires grad (a step
-that calls submodules directly), or that takes no hooks (a TorchScript module), gets no forward
-or backward mark; its forward and backward then form one phase, as every step did before.
+While ``PhaseMarks`` is entered, the model's forward starting and ending, backward reaching the
+model's outputs, and an optimizer step starting each allocate a marker of an odd size that no
+iteration is expected to allocate (``LABELS``); ``AllocatorReports.peaks`` then splits the
+running sum at them. So the step falls into four phases: ``forward`` (the model's), ``loss``
+(what runs between the model's forward and its backward: a loss computed outside the model, and
+that loss's own backward, e.g. log-softmax's), ``backward`` (from the model's outputs on) and
+``optimizer``. Nothing is left on the user's model or optimizers afterwards.
+
+Known limitations: a model whose output holds no tensor that requires grad (a step that calls
+submodules directly) gets no backward mark, so its loss and backward form one phase; a model
+that takes no hooks (a TorchScript module) gets none but the optimizer's, so everything before
+the optimizer step is one phase, as every step was before.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ import torch
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.peak import BACKWARD, FORWARD, OPTIMIZER
 
-_MARK_BYTES = {FORWARD: 4091, BACKWARD: 4089, OPTIMIZER: 4087}
+LOSS = "loss"
+_MARK_BYTES = {FORWARD: 4091, LOSS: 4085, BACKWARD: 4089, OPTIMIZER: 4087}
 LABELS: dict[int, str] = {nbytes: phase for phase, nbytes in _MARK_BYTES.items()}
 # The part of a step before its model's forward starts (inputs moved, gradients zeroed)
 FIRST = FORWARD
@@ -72,7 +78,9 @@ class PhaseMarks:
 
 
 def _mark_outputs(_module: Any, _args: Any, output: Any) -> None:
-    """Backward reaching any of the forward's outputs marks the backward phase."""
+    """The model's forward ends (what follows until backward reaches any of its outputs is the
+    loss phase); backward reaching any of them marks the backward phase."""
+    _mark(LOSS)
     for tensor in _tensors(output, _MAX_DEPTH):
         if tensor.grad_fn is not None:
             tensor.grad_fn.register_prehook(_backward_reached)

@@ -72,7 +72,7 @@ def test_a_transformers_model_defined_before_load_ext_profiles_and_is_editable(t
     found = json.loads(text.strip().splitlines()[-1])
     assert found["threads"] >= 1 and found["impossible"] == [], found
     assert found["batch"] == 12
-    assert found["phases"] and all(p == ["backward", "forward", "optimizer"]
+    assert found["phases"] and all(p == ["backward", "forward", "loss", "optimizer"]
                                    for p in found["phases"]), found
     assert found["drag"] is True, found["reason"]
     assert found["editable"] is True and found["literal"] == "12", found

@@ -31,6 +31,11 @@ def test_a_phase_that_takes_over_beyond_the_samples_is_predicted_exactly() -> No
     for n, peak in zip(sizes, peaks, strict=True):  # exact where measured
         assert by_phase(n) == pytest.approx(peak, rel=1e-12)
     assert by_phase.inverse(by_phase(100)) == pytest.approx(100)
+    # each line says whose peak it follows: backward leads at 8, forward from 16 on
+    assert by_phase.line_at(8).phase == "backward" and by_phase.line_at(64).phase == "forward"
+    assert totals.line_at(64).phase is None
+    again = type(by_phase).from_dict(by_phase.to_dict())
+    assert again.lines == by_phase.lines and again(64) == by_phase(64)
 
 
 def test_phases_missing_at_any_size_fall_back_to_the_step_peaks() -> None:
@@ -57,6 +62,7 @@ def test_performance_models_take_the_phases_and_keep_them_aligned_with_valid_sam
         sizes, [4.0, 8.0, 16.0, 1.0], [max(p.values()) for p in phases], 0,
         peak_phases=phases)
     assert models.predict_peak_bytes(64) == pytest.approx(max(_phases(64).values()))
+    assert [models.peak_phase_at(n) for n in (4, 64)] == ["backward", "forward"]
     with pytest.raises(ValueError, match="differ in length"):
         PerformanceModels.from_samples(sizes, [1.0] * 4, [1] * 4, 0, peak_phases=phases[:2])
 
@@ -114,7 +120,7 @@ def test_phase_marks_split_a_real_step_and_leave_no_hook_behind() -> None:
                 trial.step()
         measured.append(allocator)
     by_phase = measured[0].peaks(after_bytes=4093, labels=LABELS, first=FIRST)
-    assert set(by_phase) == {"forward", "backward", "optimizer"}
+    assert set(by_phase) == {"forward", "loss", "backward", "optimizer"}
     plain = measured[1].peak(after_bytes=4093)
     assert max(by_phase.values()) == plain  # the same step's peak, the markers left out
     # zero_grad frees the last step's gradients before the activations outgrow them; backward

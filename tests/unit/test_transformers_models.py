@@ -82,7 +82,7 @@ def test_a_transformers_model_profiles_without_impossible_values(providers, laye
     assert impossible_values(report) == []
     paths = {node.path for node in report.tree.walk()}
     assert layer in paths and layer.replace(".1", ".0") in paths  # one node per instance
-    assert all(set(s.peak_by_phase) == {"forward", "backward", "optimizer"}
+    assert all(set(s.peak_by_phase) == {"forward", "loss", "backward", "optimizer"}
                for s in report.samples)
     assert report.models is not None and report.models.memory is not None
     for batch in (24, 32):
