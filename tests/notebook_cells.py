@@ -1,4 +1,9 @@
-"""Notebook cells that more than one test folder runs in a real kernel."""
+"""Notebook cells that more than one test folder runs in a real kernel, and running them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 
 def mlp_cell(features: int, hidden: int, classes: int, batch_size: int) -> str:
@@ -31,3 +36,22 @@ def skyline_iteration_provider(model):
 
 # A model small enough that profiling it (with predictions) takes seconds on 2 cores.
 SMALL_PROFILED_CELL = "%%skyline --device cpu\n" + mlp_cell(32, 64, 8, 16)
+
+
+def run_notebook(folder: Path, name: str, cells: list[Any]) -> Path:
+    """Write ``cells`` (nbformat cells) as ``folder/name`` with a python3 kernelspec and run it
+    as `make demo` does (nbclient, widget state saved); returns the executed copy."""
+    import nbformat
+
+    from skyline_nb.demo import execute
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    notebook.cells = cells
+    path = folder / name
+    nbformat.write(notebook, path)
+    out = folder / "out"
+    out.mkdir()
+    return execute(path, out, timeout=300)
+

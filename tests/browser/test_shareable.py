@@ -24,10 +24,9 @@ from typing import Any
 
 import nbformat
 import pytest
-from notebook_cells import SMALL_PROFILED_CELL
+from notebook_cells import SMALL_PROFILED_CELL, run_notebook
 from playwright.sync_api import expect
 
-from skyline_nb.demo import execute
 from skyline_nb.export.html import save_html
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
@@ -117,18 +116,10 @@ def offline_page(browser: Any) -> Any:
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A small %%skyline notebook run by nbclient, widget state saved, as `make demo` does."""
-    folder = tmp_path_factory.mktemp("shareable")
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    notebook.cells = [nbformat.v4.new_markdown_cell("# Shared profile"),
-                      nbformat.v4.new_code_cell("%load_ext skyline_nb"),
-                      nbformat.v4.new_code_cell(SMALL_PROFILED_CELL)]
-    source = folder / "shared.ipynb"
-    nbformat.write(notebook, source)
-    out = folder / "executed"
-    out.mkdir()
-    return execute(source, out, timeout=300)
+    return run_notebook(tmp_path_factory.mktemp("shareable"), "shared.ipynb",
+                        [nbformat.v4.new_markdown_cell("# Shared profile"),
+                         nbformat.v4.new_code_cell("%load_ext skyline_nb"),
+                         nbformat.v4.new_code_cell(SMALL_PROFILED_CELL)])
 
 
 def test_standalone_page_is_the_interactive_widget_offline(offline_page, tmp_path):

@@ -8,9 +8,9 @@ import sys
 
 import nbformat
 import pytest
-from notebook_cells import SMALL_PROFILED_CELL
+from notebook_cells import SMALL_PROFILED_CELL, run_notebook
 
-from skyline_nb.demo import execute, widget_reports
+from skyline_nb.demo import widget_reports
 from skyline_nb.export.html import save_html
 
 pytestmark = pytest.mark.integration
@@ -19,19 +19,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("nb")
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell("%load_ext skyline_nb"),
-                      nbformat.v4.new_code_cell(SMALL_PROFILED_CELL),
-                      nbformat.v4.new_code_cell("import skyline_nb\n"
-                                                "print(skyline_nb.last_report().batch_size)")]
-    path = folder / "profile.ipynb"
-    nbformat.write(notebook, path)
-    out = folder / "out"
-    out.mkdir()
-    return execute(path, out, timeout=300)
+    return run_notebook(tmp_path_factory.mktemp("nb"), "profile.ipynb",
+                        [nbformat.v4.new_code_cell("%load_ext skyline_nb"),
+                         nbformat.v4.new_code_cell(SMALL_PROFILED_CELL),
+                         nbformat.v4.new_code_cell("import skyline_nb\n"
+                                                   "print(skyline_nb.last_report().batch_size)")])
 
 
 def test_outputs_carry_widget_view_snapshot_and_text(executed):

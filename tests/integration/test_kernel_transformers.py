@@ -10,8 +10,7 @@ import json
 
 import nbformat
 import pytest
-
-from skyline_nb.demo import execute
+from notebook_cells import run_notebook
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.integration
@@ -57,17 +56,10 @@ print(json.dumps({
 
 
 def test_a_transformers_model_defined_before_load_ext_profiles_and_is_editable(tmp_path):
-    notebook = nbformat.v4.new_notebook()
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell(USER_CELL),
-                      nbformat.v4.new_code_cell("%load_ext skyline_nb\n%skyline"),
-                      nbformat.v4.new_code_cell(CHECK_CELL)]
-    path = tmp_path / "newcomer.ipynb"
-    nbformat.write(notebook, path)
-    out = tmp_path / "out"
-    out.mkdir()
-    executed = nbformat.read(execute(path, out, timeout=300), as_version=4)
+    executed = nbformat.read(run_notebook(tmp_path, "newcomer.ipynb", [
+        nbformat.v4.new_code_cell(USER_CELL),
+        nbformat.v4.new_code_cell("%load_ext skyline_nb\n%skyline"),
+        nbformat.v4.new_code_cell(CHECK_CELL)]), as_version=4)
     text = "".join(o.get("text", "") for o in executed.cells[2].outputs)
     found = json.loads(text.strip().splitlines()[-1])
     assert found["threads"] >= 1 and found["impossible"] == [], found
