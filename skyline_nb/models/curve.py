@@ -299,7 +299,7 @@ def fit_memory(xs: Sequence[float], ys: Sequence[float],
 
 def _common_phases(phases: Sequence[Mapping[str, float]] | None, count: int) -> list[str]:
     """The phases every sample has a peak for, when every sample has the same ones."""
-    if phases is None or len(phases) != count or not phases or not phases[0]:
+    if not phases or len(phases) != count or not phases[0]:
         return []
     names = sorted(phases[0])
     return names if all(sorted(p) == names for p in phases) else []

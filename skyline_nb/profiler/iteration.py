@@ -47,8 +47,8 @@ from skyline_nb.profiler.providers import (
 from skyline_nb.profiler.step_peak import (
     MeasuredStep,
     allocator_events,
-    by_phase,
     mark,
+    measured_from,
     measured_step,
 )
 from skyline_nb.profiler.timing import (
@@ -301,8 +301,7 @@ def _tracked_warmup(
     if allocator is not None:
         peak = max(peak, allocator.peak(labels=LABELS))  # phase markers are not the step's
         if reference is not None:
-            phases = by_phase(allocator)
-            reference.measured = MeasuredStep(max(phases.values()), value, phases)
+            reference.measured = measured_from(allocator, value)
     if device.memory_budget is not None and peak > device.memory_budget:
         raise CPUOutOfMemoryError(
             f"the iteration needs {peak} bytes, more than the CPU memory budget of "

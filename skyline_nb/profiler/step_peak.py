@@ -68,13 +68,14 @@ def measured_step(
         mark()
         with around, PhaseMarks(trial.model):
             value = trial.step()
-    phases = by_phase(allocator)
+    return measured_from(allocator, value)
+
+
+def measured_from(allocator: Any, value: Any) -> MeasuredStep:
+    """The iteration after the last marker between iterations, from the allocator's reports
+    (its phases marked by ``PhaseMarks``): the running sum's peak per phase and overall."""
+    phases = allocator.peaks(after_bytes=MARK_BYTES, labels=LABELS, first=FIRST)
     return MeasuredStep(max(phases.values()), value, phases)
-
-
-def by_phase(allocator: Any) -> dict[str, int]:
-    """The running sum's peak per phase, after the last marker between iterations."""
-    return allocator.peaks(after_bytes=MARK_BYTES, labels=LABELS, first=FIRST)
 
 
 # An allocation of this odd size separates two iterations in the allocator's reports.
