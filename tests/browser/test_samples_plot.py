@@ -17,6 +17,8 @@ Time: a kernel start, torch import and one small profile: 20-60 s on 2 cores.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from notebook_cells import SMALL_PROFILED_CELL
 from playwright.sync_api import expect
@@ -80,6 +82,17 @@ def test_samples_and_fitted_curves_under_the_bars_in_light_and_dark(notebook):
     expect(widgets).to_have_count(2)
     profiled, recorded = widgets.nth(0), widgets.nth(1)
     _check_plot(profiled)
+    # The fresh profile recorded each size's peak per phase: its memory points say which phase
+    # held the peak there (the tooltip), its time points do not.
+    def titles(metric: str) -> list[str]:
+        points = profiled.locator(f'.sk-samples-panel[data-metric="{metric}"] '
+                                  '[data-skyline="samples-point"] title')
+        return points.all_text_contents()
+
+    phase = r"the model's (forward|backward)|the loss and its backward|the optimizer step"
+    assert titles("memory") and all(re.search(rf" measured, the peak in ({phase})$", t)
+                                    for t in titles("memory")), titles("memory")
+    assert titles("time") and all(t.endswith(" measured") for t in titles("time"))
     assert _check_plot(recorded)  # the recorded fit is good for a drag
     plot = recorded.locator('[data-skyline="samples-plot"]')
     ticks = {}
