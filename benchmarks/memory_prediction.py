@@ -10,6 +10,8 @@ the phases were measured), mean and worst |error| % over the held-out sizes.
 
     python benchmarks/memory_prediction.py
     python benchmarks/memory_prediction.py --models lstm gpt bert gpt2 --starts 8
+    PYTHONPATH=$PWD python3 benchmarks/memory_prediction.py --device cuda \
+        --models mlp cnn transformer lstm gpt convnext
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
     parser.add_argument("--starts", nargs="+", type=int, default=[8, 16])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
     import torch
 
@@ -54,17 +57,19 @@ def main() -> None:
     from skyline_nb.models.curve import fit_memory
     from skyline_nb.profiler.prepare import measure_iteration
 
-    print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} threads")
+    where = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} threads"
+          f" | {where}")
     print("| model | start | samples | phases at the largest | by phase mean / max % "
           "| step peaks only mean / max % |")
     print("|---|---|---|---|---|---|")
     for name in args.models:
         provs = providers(name)
         for start in args.starts:
-            report = skyline_nb.profile(*provs, batch_size=start, device="cpu")
+            report = skyline_nb.profile(*provs, batch_size=start, device=args.device)
             samples = report.samples
             sizes = [s.batch_size for s in samples]
-            truth = {n: measure_iteration(*provs, n, "cpu").peak_bytes
+            truth = {n: measure_iteration(*provs, n, args.device).peak_bytes
                      for n in sorted({round(start * f) for f in HELD_OUT} - set(sizes))}
             peaks = [s.peak_bytes for s in samples]
             shipped = fit_memory(sizes, peaks, [s.peak_by_phase for s in samples])

@@ -15,7 +15,8 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
 - off: how many of the profiles' own curves refused to predict (the user sees dragging off);
   their samples still count in the median fit, which is judged unless it refuses too.
 
-Held-out sizes are 1.5, 3, 4, 6 and 8 × the start (issue 15), minus sizes that were sampled;
+Held-out sizes are 1.5, 3, 4, 6 and 8 × the start, on CUDA also 12 and 16 × (issue 15), minus
+sizes that were sampled;
 a size beyond the fitted models' drag range (``max_batch_size``: 2× the largest sample when the
 time is flat) is left out and listed, since the widget shows no prediction there. Bars
 (issues 4 and 15) — CPU: time mean ≤ 5 %, memory mean ≤ 1 %, sampling ≤ 1.5× the profile;
@@ -61,7 +62,8 @@ from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.report import Sample
 
 MODELS = ("mlp", "cnn", "transformer", "lstm")
-HELD_OUT = (1.5, 3.0, 4.0, 6.0, 8.0)  # × the start (issue 15: up to 8× it)
+# × the start (issue 15: up to 8× it on CPU, 16× on a GPU)
+HELD_OUT = {"cpu": (1.5, 3.0, 4.0, 6.0, 8.0), "cuda": (1.5, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)}
 BARS = {"cpu": (5.0, 1.0), "cuda": (5.0, 1.0)}  # mean time %, mean memory % (issue 15)
 SAMPLING_BAR = 1.5
 # Model sizes for --scale bench: (constructor keyword arguments, input features for the MLP).
@@ -206,7 +208,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
             row.refused.append(reports[-1].models.reason or "")
         if not row.held_out:
             sampled = {s.batch_size for s in reports[0].samples}
-            row.held_out = sorted({round(start * f) for f in HELD_OUT} - sampled)
+            row.held_out = sorted({round(start * f) for f in HELD_OUT[device.kind]} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
         for batch in order:
             held.setdefault(batch, []).append(measure_iteration(*provs, batch, device))

@@ -1,4 +1,5 @@
-"""Where an iteration's phases start, marked in the CPU allocator's reports.
+"""Where an iteration's phases start: marked in the CPU allocator's reports, or read off the CUDA
+allocator's peak.
 
 A training step's peak memory is the largest of its phases' (forward, the loss, backward, the
 optimizer step), and each phase's own high-water mark grows in a straight line with the batch,
@@ -11,12 +12,15 @@ there (BENCHMARKS.md, "Memory by phase"). So each sampled size records its peak 
 the memory model is the largest of the phases' lines (``models.curve.fit_memory``).
 
 While ``PhaseMarks`` is entered, the model's forward starting and ending, backward reaching the
-model's outputs, and an optimizer step starting each allocate a marker of an odd size that no
-iteration is expected to allocate (``LABELS``); ``AllocatorReports.peaks`` then splits the
-running sum at them. So the step falls into four phases: ``forward`` (the model's), ``loss``
-(what runs between the model's forward and its backward: a loss computed outside the model, and
-that loss's own backward, e.g. log-softmax's), ``backward`` (from the model's outputs on) and
-``optimizer``. Nothing is left on the user's model or optimizers afterwards.
+model's outputs, and an optimizer step starting each call its ``mark``. On CPU (the default) that
+allocates a marker of an odd size that no iteration is expected to allocate (``LABELS``);
+``AllocatorReports.peaks`` then splits the running sum at them. On CUDA, ``CudaPhasePeaks`` reads
+the caching allocator's peak since the last mark and resets it there (the allocator keeps its books
+on the host, in the order the host asks, so a hook's reading is the phase's own whatever the kernels
+still queued). So the step falls into four phases: ``forward`` (the model's), ``loss`` (what runs
+between the model's forward and its backward: a loss computed outside the model, and that loss's own
+backward, e.g. log-softmax's), ``backward`` (from the model's outputs on) and ``optimizer``. Nothing
+is left on the user's model or optimizers afterwards.
 
 Known limitations: a model whose output holds no tensor that requires grad (a step that calls
 submodules directly) gets no backward mark, so its loss and backward form one phase; a model
@@ -26,7 +30,7 @@ the optimizer step is one phase, as every step was before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -47,25 +51,24 @@ def _mark(phase: str) -> None:
         torch.empty(_MARK_BYTES[phase], dtype=torch.uint8)
 
 
-def _backward_reached(_grad_outputs: Any) -> None:
-    _mark(BACKWARD)
-
-
 class PhaseMarks:
-    """``with PhaseMarks(model):`` marks each phase of the steps run inside (module doc)."""
+    """``with PhaseMarks(model):`` marks each phase of the steps run inside (module doc);
+    ``mark(phase)`` is called where a phase starts (default: the CPU allocator's marker)."""
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, mark: Callable[[str], None] = _mark) -> None:
         self.model = model
+        self.mark = mark
         self._handles: list[Any] = []
 
     def __enter__(self) -> PhaseMarks:
-        self._handles = tp.register_optimizer_step_hooks(lambda *_: _mark(OPTIMIZER),
+        mark = self.mark
+        self._handles = tp.register_optimizer_step_hooks(lambda *_: mark(OPTIMIZER),
                                                           lambda *_: None)
         if isinstance(self.model, torch.nn.Module):
             try:
                 self._handles.append(
-                    self.model.register_forward_pre_hook(lambda *_: _mark(FORWARD)))
-                self._handles.append(self.model.register_forward_hook(_mark_outputs))
+                    self.model.register_forward_pre_hook(lambda *_: mark(FORWARD)))
+                self._handles.append(self.model.register_forward_hook(self._mark_outputs))
             except RuntimeError:  # a ScriptModule takes no hooks: one phase before the step
                 pass
         return self
@@ -75,14 +78,36 @@ class PhaseMarks:
             handle.remove()
         self._handles = []
 
+    def _mark_outputs(self, _module: Any, _args: Any, output: Any) -> None:
+        """The model's forward ends (what follows until backward reaches any of its outputs is
+        the loss phase); backward reaching any of them marks the backward phase."""
+        mark = self.mark
+        mark(LOSS)
+        for tensor in _tensors(output, _MAX_DEPTH):
+            if tensor.grad_fn is not None:
+                tensor.grad_fn.register_prehook(lambda _grads: mark(BACKWARD))
 
-def _mark_outputs(_module: Any, _args: Any, output: Any) -> None:
-    """The model's forward ends (what follows until backward reaches any of its outputs is the
-    loss phase); backward reaching any of them marks the backward phase."""
-    _mark(LOSS)
-    for tensor in _tensors(output, _MAX_DEPTH):
-        if tensor.grad_fn is not None:
-            tensor.grad_fn.register_prehook(_backward_reached)
+
+class CudaPhasePeaks:
+    """Per-phase peaks of one step on CUDA, relative to ``before`` (the bytes allocated when the
+    step began): ``mark`` is ``PhaseMarks``' callback; ``close()`` ends the last phase and
+    returns the peaks, by phase, as ``AllocatorReports.peaks`` does on CPU (a phase entered
+    twice keeps its larger peak; the part before the model's forward is ``FIRST``'s)."""
+
+    def __init__(self, device: Any, before: int) -> None:
+        self.device, self.before = device, before
+        self.phase = FIRST
+        self.by_phase: dict[str, int] = {}
+
+    def mark(self, phase: str) -> None:
+        peak = int(self.device.max_memory_allocated() or 0) - self.before
+        self.by_phase[self.phase] = max(self.by_phase.get(self.phase, peak), peak)
+        self.device.reset_peak()  # the next phase's peak starts at what is allocated now
+        self.phase = phase
+
+    def close(self) -> dict[str, int]:
+        self.mark(self.phase)
+        return self.by_phase
 
 
 def _tensors(value: Any, depth: int) -> Iterator[torch.Tensor]:

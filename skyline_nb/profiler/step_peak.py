@@ -4,8 +4,8 @@
 in the same way as at the user's batch, so that everything the trial keeps between iterations
 cancels (``iteration.py``). On CUDA it is the allocator's peak over the second iteration on
 new inputs; on CPU the running sum of the CPU allocator's own reports (which see what kernels
-allocate for themselves), split by the step's phases (``phases.py``), or a live-storage
-tracker's peak where a profiler of the user's already runs.
+allocate for themselves), or a live-storage tracker's peak where a profiler of the user's
+already runs. Both allocators' peaks are split by the step's phases (``phases.py``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any, NamedTuple
 
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.memory import LiveStorageTracker
-from skyline_nb.profiler.phases import FIRST, LABELS, PhaseMarks
+from skyline_nb.profiler.phases import FIRST, LABELS, CudaPhasePeaks, PhaseMarks
 from skyline_nb.profiler.providers import Inputs, Trial
 
 
 class MeasuredStep(NamedTuple):
     """``step_peak`` of one iteration, its return value, and its peak per phase (``phases.py``;
-    empty where the phases are not marked: CUDA, or a profiler of the user's running)."""
+    empty where the phases are not marked: a profiler of the user's running on CPU)."""
 
     added: int
     value: Any
@@ -36,12 +36,12 @@ def measured_step(
     phase; ``during``: a context manager (e.g. trackers) active over that iteration only.
 
     CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
-    kernels) minus what was allocated before it. CPU: the peak of the running sum of the CPU
-    allocator's reports over the first iteration on the inputs (a live-storage tracker's when a
-    profiler of the user's already runs). The allocator reports the free of a block only if the
-    block was allocated while it reported, so one iteration on the old inputs runs under the
-    reports first: everything the measured one frees was allocated there (unless the trial
-    keeps a block for two iterations or more).
+    kernels) minus what was allocated before it, read at each phase's start. CPU: the peak of
+    the running sum of the CPU allocator's reports over the first iteration on the inputs (a
+    live-storage tracker's when a profiler of the user's already runs). The allocator reports
+    the free of a block only if the block was allocated while it reported, so one iteration on
+    the old inputs runs under the reports first: everything the measured one frees was allocated
+    there (unless the trial keeps a block for two iterations or more).
     """
     around = during if during is not None else contextlib.nullcontext()
     if device.kind == "cuda":
@@ -50,10 +50,12 @@ def measured_step(
         device.synchronize()
         before = int(device.memory_allocated() or 0)
         device.reset_peak()
-        with around:
+        phases = CudaPhasePeaks(device, before)
+        with around, PhaseMarks(trial.model, phases.mark):
             value = trial.step()
         device.synchronize()
-        return MeasuredStep(int(device.max_memory_allocated() or 0) - before, value, {})
+        by_phase = phases.close()
+        return MeasuredStep(max(by_phase.values()), value, by_phase)
     with allocator_events() as allocator:
         trial.step()
         trial.use_inputs(inputs)

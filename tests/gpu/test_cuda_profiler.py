@@ -82,3 +82,23 @@ def test_oom_at_start_is_reported_and_memory_released():
         profile(lambda: torch.nn.Identity(), huge_inputs, iteration_provider,
                 batch_size=4096, device="cuda", predict=False)
     assert torch.cuda.memory_allocated() == before
+
+
+def test_peaks_by_phase_on_cuda_predict_held_out_sizes():
+    """Every sample's peak is split by phase on CUDA as on CPU (the caching allocator's peak
+    read and reset where each phase starts), the phases' largest is the sample's peak, and the
+    memory curve through them predicts fresh trials at sizes it never measured within 1 %."""
+    from skyline_nb.examples import lstm
+
+    report = run(lstm, batch_size=8, predict=True)
+    phases = {"forward", "loss", "backward", "optimizer"}
+    for sample in report.samples:
+        assert set(sample.peak_by_phase) == phases, sample
+        assert max(sample.peak_by_phase.values()) == sample.peak_bytes
+    assert report.models is not None and report.models.memory is not None
+    sampled = {s.batch_size for s in report.samples}
+    for n in sorted({24, 48, 64} - sampled):
+        truth = measure_iteration(lstm.skyline_model_provider, lstm.skyline_input_provider,
+                                  lstm.skyline_iteration_provider, n, "cuda").peak_bytes
+        assert report.models.predict_peak_bytes(n) == pytest.approx(truth, rel=0.01), n
+    assert report.models.peak_phase_at(64) in phases

@@ -174,3 +174,58 @@ def test_a_model_that_takes_no_hooks_is_one_phase_until_its_optimizer_steps() ->
             optimizer.step()
     assert set(allocator.peaks(after_bytes=4093, labels=LABELS, first=FIRST)) == {
         "forward", "optimizer"}
+
+
+def test_phase_marks_call_a_given_mark_in_the_steps_order() -> None:
+    """The callback CUDA uses (``CudaPhasePeaks.mark``) sees the four phases in order, once
+    each for a one-output model, and nothing after the block."""
+    from skyline_nb.profiler.phases import PhaseMarks
+
+    _device, trial, model, _data = _trial_parts()
+    seen: list[str] = []
+    with PhaseMarks(model, seen.append):
+        trial.step()
+    assert seen == ["forward", "loss", "backward", "optimizer"]
+    trial.step()
+    assert len(seen) == 4
+
+
+class _ScriptedCudaAllocator:
+    """The CUDA caching allocator's books as ``CudaPhasePeaks`` reads them: bytes allocated,
+    and a peak that ``reset_peak`` sets back to what is allocated now."""
+
+    def __init__(self, allocated: int) -> None:
+        self.allocated = self.peak = allocated
+
+    def add(self, nbytes: int) -> None:
+        self.allocated += nbytes
+        self.peak = max(self.peak, self.allocated)
+
+    def max_memory_allocated(self) -> int:
+        return self.peak
+
+    def reset_peak(self) -> None:
+        self.peak = self.allocated
+
+
+def test_cuda_phase_peaks_are_each_phases_high_water_mark_above_the_steps_start() -> None:
+    from skyline_nb.profiler.phases import CudaPhasePeaks
+
+    books = _ScriptedCudaAllocator(1000)
+    phases = CudaPhasePeaks(books, before=1000)
+    books.add(-50)  # zero_grad frees gradients before the model's forward: forward's part
+    phases.mark("forward")
+    books.add(400)
+    books.add(-100)
+    phases.mark("loss")
+    books.add(80)
+    books.add(-80)
+    phases.mark("backward")
+    books.add(300)  # 550 above the start: the step's peak
+    books.add(-400)
+    phases.mark("backward")  # a second output reached: the phase keeps its larger peak
+    books.add(10)
+    phases.mark("optimizer")
+    books.add(120)
+    assert phases.close() == {"forward": 400 - 50, "loss": 330, "backward": 550,
+                              "optimizer": 160 + 120}
