@@ -4,9 +4,9 @@ For each model and starting batch size, one ``skyline_nb.profile`` (its samples:
 sampler chose), then a fresh trial's peak at held-out sizes 1.5, 3, 4, 6 and 8 × the start
 (``measure_iteration``: what a user's own loop at that size reaches). Peaks are bytes, exact on
 CPU, so one run suffices and load does not matter. Printed: the sizes sampled, the error of the
-shipped curve (the largest of the phases' lines, ``models.curve.fit_memory`` with each sample's
-peak per phase) and, on the same samples, of the curve through the step's peaks alone (before
-the phases were measured), mean and worst |error| % over the held-out sizes.
+shipped curve (``models.memory_curve.fit_memory`` with each sample's peak per phase) and, on
+the same samples, of the curve through the step's peaks alone (before the phases were
+measured), mean and worst |error| % over the held-out sizes.
 
     python benchmarks/memory_prediction.py
     python benchmarks/memory_prediction.py --models lstm gpt bert gpt2 --starts 8
@@ -54,7 +54,7 @@ def main() -> None:
     import torch
 
     import skyline_nb
-    from skyline_nb.models.curve import fit_memory
+    from skyline_nb.models.memory_curve import fit_memory
     from skyline_nb.profiler.prepare import measure_iteration
 
     where = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"

@@ -1,6 +1,8 @@
 // The performance models in JavaScript: a line-for-line mirror of
 // skyline_nb/models/performance.py (PerformanceModels) and curve.py (Curve: the maximum of a
-// few lines, e.g. flat then growing). The report stores only the fitted lines; the widget predicts from them while the user drags, so dragging works in saved
+// few lines, e.g. flat then growing; a memory curve's lines each hold over a stretch of batch
+// sizes, from/to). The report stores only the fitted lines; the widget predicts from them
+// while the user drags, so dragging works in saved
 // notebooks and the offline page without a kernel. Keep the formulas, the order of floating
 // point operations and the messages identical to Python: js/test/predict.test.js compares the
 // two on every case of tests/fixtures/models_cases.json (make_models_cases.py writes it).
@@ -17,12 +19,32 @@ function need(fit) {
 
 const line = (fit, x) => fit.slope * x + fit.intercept;
 
-/** A stored curve's lines, sorted by slope; a curve from before curves is its one line. */
+const bound = (v) => (v === undefined || v === null ? null : Number(v));
+
+/** A stored curve's lines in Curve's order; a curve from before curves is its one line. */
 function linesOf(fit) {
   if (!fit) return null;
   const lines = Array.isArray(fit.lines) && fit.lines.length ? fit.lines : [fit];
-  return lines.map((l) => ({ slope: Number(l.slope), intercept: Number(l.intercept), phase: typeof l.phase === "string" ? l.phase : null }));
+  return lines.map((l) => ({
+    slope: Number(l.slope),
+    intercept: Number(l.intercept),
+    phase: typeof l.phase === "string" ? l.phase : null,
+    start: bound(l.from),
+    end: bound(l.to),
+  }));
 }
+
+/** Line.holds_at: whether the line holds at x (its stretch, ends included). */
+const holdsAt = (l, x) => (l.start === null || l.start <= x) && (l.end === null || x <= l.end);
+
+/** Curve._holding: the lines that hold at x (all of them if none does). */
+function holding(lines, x) {
+  const found = lines.filter((l) => holdsAt(l, x));
+  return found.length ? found : lines;
+}
+
+/** Curve.pieces: whether some line holds over a stretch only. */
+const hasPieces = (lines) => lines.some((l) => l.start !== null || l.end !== null);
 
 const SHAPES = ["flat", "line", "bend", "convex"];
 
@@ -33,8 +55,8 @@ function shapeOf(fit) {
   return SHAPES.includes(fit.shape) ? fit.shape : "line";
 }
 
-/** curve.py Curve.__call__: the largest of the lines at x. */
-const curveAt = (lines, x) => Math.max(...lines.map((l) => line(l, x)));
+/** curve.py Curve.__call__: the largest of the lines that hold at x. */
+const curveAt = (lines, x) => Math.max(...holding(lines, x).map((l) => line(l, x)));
 
 /** Curve.breakpoints: where each line hands over to the next, steeper one. */
 const breakpoints = (lines) =>
@@ -42,14 +64,32 @@ const breakpoints = (lines) =>
 
 /** Curve.line_at: the line that is the curve at x (the steeper one at a breakpoint). */
 function lineAt(lines, x) {
-  let best = lines[0];
-  for (const l of lines.slice(1)) if (line(l, x) >= line(best, x)) best = l;
+  const found = holding(lines, x);
+  let best = found[0];
+  for (const l of found.slice(1)) if (line(l, x) >= line(best, x)) best = l;
   return best;
+}
+
+/** Curve._inverse_of_pieces: inverse where lines hold over stretches (the curve never falls). */
+function inverseOfPieces(lines, y) {
+  const ends = [...new Set(lines.flatMap((l) => [l.start, l.end]).filter((v) => v !== null))].sort((a, b) => a - b);
+  const last = ends[ends.length - 1];
+  if (curveAt(lines, last) <= y && lines.filter((l) => l.end === null).every((l) => l.slope <= 0)) return Infinity;
+  const candidates = [...ends];
+  for (const l of lines) {
+    if (l.slope > 0) {
+      const x = (y - l.intercept) / l.slope;
+      if (holdsAt(l, x)) candidates.push(x);
+    }
+  }
+  const below = candidates.filter((x) => curveAt(lines, x) <= y + Math.abs(y) * 1e-12);
+  return below.length ? Math.max(...below) : -Infinity;
 }
 
 /** Curve.inverse: the largest x with curve(x) <= y (callers clamp). */
 function inverse(lines, y) {
   if (Number.isNaN(y)) return NaN;
+  if (hasPieces(lines)) return inverseOfPieces(lines, y);
   if (lines.some((l) => l.slope <= 0 && l.intercept > y)) return -Infinity;
   const growing = lines.filter((l) => l.slope > 0).map((l) => (y - l.intercept) / l.slope);
   return growing.length ? Math.min(...growing) : Infinity;

@@ -15,20 +15,20 @@ four shapes, each evaluated, inverted and drawn the same way here and in js/src/
 
 ``fit_time`` chooses the simplest shape whose every sample lies within ``tolerance`` of it
 (relative), so a straight line is kept wherever it describes the samples, and a bend or a
-steeper segment appears only where the samples show one beyond their noise. ``fit_memory``
-takes, for each phase of the step whose peak every sample recorded (forward, backward, the
-optimizer step), the line through its two largest sizes (beyond the samples, where the widget
-predicts, the last stretch's line is the right one) plus the lines of earlier stretches only
-where a smaller sample lies above it; the curve is the largest of all, so a phase that grows
-faster takes over where it does, beyond the samples too.
+steeper segment appears only where the samples show one beyond their noise.
+
+A line may hold over a stretch of x only (``start``/``end``): the curve is then the largest of
+the lines that hold at x. Memory curves are made of such pieces (``memory_curve.fit_memory``):
+a GPU's peak can step where a library picks another kernel, which no maximum of lines through
+the samples follows.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,16 +51,25 @@ class Line:
     intercept: float
     # the phase of the step whose peak this memory line follows (``fit_memory``), else None
     phase: str | None = None
+    # where the line holds (inclusive; None: unbounded that way)
+    start: float | None = None
+    end: float | None = None
 
     def __call__(self, x: float) -> float:
         return self.slope * x + self.intercept
 
+    def holds_at(self, x: float) -> bool:
+        return (self.start is None or self.start <= x) and (self.end is None or x <= self.end)
+
 
 @dataclass
 class Curve:
-    """y(x) = max over ``lines`` of slope·x + intercept; ``lines`` sorted by slope, each of
-    them the largest somewhere. ``r2`` and ``residuals`` (measured − curve) over the samples
-    the curve was fitted to; R² is centred on their mean, so a flat curve scores 0."""
+    """y(x) = max over the ``lines`` that hold at x of slope·x + intercept. Lines that hold
+    everywhere are sorted by slope, each of them the largest somewhere; lines over stretches
+    are sorted by where they start, the ones that hold up to infinity last, by slope. So the
+    last line is the steepest of those that decide large x. ``r2`` and ``residuals``
+    (measured − curve) over the samples the curve was fitted to; R² is centred on their mean,
+    so a flat curve scores 0."""
 
     lines: list[Line]
     r2: float = 1.0
@@ -73,11 +82,19 @@ class Curve:
         return cls([Line(fit.slope, fit.intercept)], fit.r2, list(fit.residuals), shape)
 
     def __call__(self, x: float) -> float:
-        return max(line(x) for line in self.lines)
+        return max(line(x) for line in self._holding(x))
+
+    def _holding(self, x: float) -> list[Line]:
+        return [line for line in self.lines if line.holds_at(x)] or self.lines
+
+    @property
+    def pieces(self) -> bool:
+        """Whether some line holds over a stretch only."""
+        return any(line.start is not None or line.end is not None for line in self.lines)
 
     @property
     def slope(self) -> float:
-        """The steepest line's slope: how fast y grows for large x (time: 1/asymptotic rate)."""
+        """The last line's slope: how fast y grows for large x (time: 1/asymptotic rate)."""
         return self.lines[-1].slope
 
     @property
@@ -95,8 +112,9 @@ class Curve:
 
     def line_at(self, x: float) -> Line:
         """The line that is the curve at x (the steeper one at a breakpoint)."""
-        best = self.lines[0]
-        for line in self.lines[1:]:
+        holding = self._holding(x)
+        best = holding[0]
+        for line in holding[1:]:
             if line(x) >= best(x):
                 best = line
         return best
@@ -109,17 +127,40 @@ class Curve:
         """
         if math.isnan(y):
             return math.nan
+        if self.pieces:
+            return self._inverse_of_pieces(y)
         if any(line.slope <= 0 and line.intercept > y for line in self.lines):
             return -math.inf
         growing = [(y - line.intercept) / line.slope for line in self.lines if line.slope > 0]
         return min(growing) if growing else math.inf
+
+    def _inverse_of_pieces(self, y: float) -> float:
+        """``inverse`` where lines hold over stretches (the curve never falls: ``fit_memory``):
+        +inf when nothing grows past the last stretch and the curve there is ≤ y; else the
+        largest of the stretches' ends and of the lines' crossings of y within their
+        stretches where the curve is ≤ y; −inf when there is none."""
+        ends = sorted({v for line in self.lines for v in (line.start, line.end) if v is not None})
+        last = ends[-1]
+        if self(last) <= y and all(line.slope <= 0 for line in self.lines if line.end is None):
+            return math.inf
+        candidates = list(ends)
+        for line in self.lines:
+            if line.slope > 0:
+                x = (y - line.intercept) / line.slope
+                if line.holds_at(x):
+                    candidates.append(x)
+        below = [x for x in candidates if self(x) <= y + abs(y) * 1e-12]
+        return max(below) if below else -math.inf
 
     def to_dict(self) -> dict[str, Any]:
         """The lines, plus the steepest one's ``slope`` and ``intercept`` (the asymptote; the
         only line a report from before curves had)."""
         return {
             "lines": [{"slope": line.slope, "intercept": line.intercept,
-                       **({"phase": line.phase} if line.phase else {})} for line in self.lines],
+                       **({"phase": line.phase} if line.phase else {}),
+                       **({"from": line.start} if line.start is not None else {}),
+                       **({"to": line.end} if line.end is not None else {})}
+                      for line in self.lines],
             "shape": self.shape,
             "slope": self.slope,
             "intercept": self.intercept,
@@ -135,7 +176,8 @@ class Curve:
             return cls.of_line(LinearFit(float(data["slope"]), float(data["intercept"]),
                                          float(data["r2"]), residuals))
         lines = [Line(float(item["slope"]), float(item["intercept"]),
-                      item["phase"] if isinstance(item.get("phase"), str) else None)
+                      item["phase"] if isinstance(item.get("phase"), str) else None,
+                      _bound(item.get("from")), _bound(item.get("to")))
                  for item in data["lines"]]
         if not lines:
             raise ValueError("a curve needs at least one line")
@@ -143,8 +185,15 @@ class Curve:
         return cls(lines, float(data["r2"]), residuals, shape if shape in SHAPES else LINE)
 
 
-def _finish(lines: list[Line], shape: str, x: np.ndarray, y: np.ndarray) -> Curve:
-    curve = Curve(_upper_envelope(lines), shape=shape)
+def _bound(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _finish(lines: list[Line], shape: str, x: np.ndarray, y: np.ndarray,
+            envelope: bool = True) -> Curve:
+    """The curve of ``lines`` (only those that are the maximum somewhere, when ``envelope``:
+    lines that hold everywhere), with its fit to the samples (x, y)."""
+    curve = Curve(_upper_envelope(lines) if envelope else lines, shape=shape)
     residuals = y - np.array([curve(v) for v in x])
     total = float(np.sum((y - y.mean()) ** 2))
     curve.r2 = 1.0 - float(np.sum(residuals**2)) / total if total > 0 else 1.0
@@ -270,65 +319,3 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
 
 def _squared_error(curve: Curve) -> float:
     return float(np.sum(np.square(curve.residuals)))
-
-
-def fit_memory(xs: Sequence[float], ys: Sequence[float],
-               phases: Sequence[Mapping[str, float]] | None = None) -> Curve:
-    """The memory curve through the samples' peaks ``ys``.
-
-    With ``phases`` (each sample's peak per phase of the step, the same phases at every size;
-    ``profiler/phases.py``): the largest of the phases' own curves (``_phase_lines``, each as
-    below), so that a phase that holds the peak only beyond the samples, growing faster than
-    the one that holds it there, is predicted where it takes over. Otherwise the step's peaks
-    alone: the line through the two largest sizes (``LinearFit.upper_segment``) and, where a
-    smaller sample lies above it (an earlier phase held the peak there), the fewest lines
-    through consecutive smaller sizes, each less steep, that reach every such sample: a hinge
-    for two phases. Exact at the two largest sizes, never below the other samples that a less
-    steep line can reach."""
-    x, y = _points(xs, ys)
-    names = _common_phases(phases, len(x))
-    if names:
-        lines = [replace(line, phase=name) for name in names
-                 for line in _phase_lines(xs, [float(p[name]) for p in phases or ()], True)]
-    else:
-        lines = _phase_lines(xs, ys)
-    curve = _finish(lines, LINE, x, y)
-    curve.shape = BEND if len(curve.lines) > 1 else LINE
-    return curve
-
-
-def _common_phases(phases: Sequence[Mapping[str, float]] | None, count: int) -> list[str]:
-    """The phases every sample has a peak for, when every sample has the same ones."""
-    if not phases or len(phases) != count or not phases[0]:
-        return []
-    names = sorted(phases[0])
-    return names if all(sorted(p) == names for p in phases) else []
-
-
-def _phase_lines(xs: Sequence[float], ys: Sequence[float], hold: bool = False) -> list[Line]:
-    """One phase's (``hold``) or the whole step's lines, as ``fit_memory`` describes. A phase
-    whose peak falls between the two largest sizes holds its largest instead (a falling line
-    would lead the maximum at small sizes); the step's own falling line is left for the trust
-    rules to refuse."""
-    x, y = _points(xs, ys)
-    gx, gy = _groups(x, y)
-    upper = LinearFit.upper_segment(x, y)
-    if hold and upper.slope < 0:
-        upper = LinearFit(0.0, float(gy.max()), 1.0, [])
-    lines = [Line(upper.slope, upper.intercept)]
-    for k in range(len(gx) - 2):
-        pair = _line(gx[k:k + 2], gy[k:k + 2])
-        if pair.slope < 0:  # no phase's memory falls as the batch grows: hold the larger
-            pair = Line(0.0, float(gy[k]))
-        if pair.slope < upper.slope:
-            lines.append(pair)
-
-    def reach(kept: list[Line]) -> list[float]:
-        return [max(line(float(v)) for line in kept) for v in gx]
-
-    needed = reach(lines)
-    for line in sorted(lines[1:], key=lambda v: -v.slope):  # drop what the others cover
-        rest = [other for other in lines if other is not line]
-        if all(r >= n - 1e-12 * abs(n) for r, n in zip(reach(rest), needed, strict=True)):
-            lines = rest
-    return lines

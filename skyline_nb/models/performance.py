@@ -29,8 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from skyline_nb.models.curve import FLAT, TOLERANCE, Curve, fit_memory
+from skyline_nb.models.curve import FLAT, TOLERANCE, Curve
 from skyline_nb.models.fit import LinearFit
+from skyline_nb.models.memory_curve import fit_memory
 from skyline_nb.models.trust import fit_time
 
 __all__ = ["EXTRAPOLATION_LIMIT", "FLAT_EXTRAPOLATION_LIMIT", "KNEE_GAIN", "MAX_BATCH_SIZE",
@@ -101,7 +102,7 @@ class PerformanceModels:
         ``memory_bound``: whether ``capacity_bytes`` bounds the batch size (see the module);
         ``tolerance``: how far (relative) the samples scatter when nothing changes, for
         ``curve.fit_time``; ``peak_phases``: each sample's peak per phase of the step, for
-        ``curve.fit_memory``.
+        ``memory_curve.fit_memory``.
         """
         phases = list(peak_phases) if peak_phases is not None else [{}] * len(batch_sizes)
         if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes) == len(phases):

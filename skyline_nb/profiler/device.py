@@ -107,6 +107,10 @@ class Device:
         """Allocator bytes in use, when the device has an allocator counter (CUDA)."""
         return None
 
+    def make_library_workspaces(self) -> None:
+        """Before a measurement's baseline: let the device's libraries make what they make once
+        per process and keep (CUDA), so it counts in no measurement rather than in the first."""
+
     def reset_peak(self) -> None:
         """Start a new peak window (CUDA); the CPU uses a live-storage tracker instead."""
 
@@ -176,6 +180,18 @@ class CudaDevice(Device):
 
     def memory_allocated(self) -> int | None:
         return int(torch.cuda.memory_allocated(self.torch_device))
+
+    def make_library_workspaces(self) -> None:
+        """A tiny matmul forward and backward, so that cuBLAS has made its workspaces (one per
+        handle: this thread's and autograd's device thread's, 32 MiB each on Hopper) before the
+        baseline. Made at a process's first matmul and kept, they counted in the first profile
+        of a process and in no later one: on an H200 the example MLP's first profile had a peak
+        of 69.6 MiB and every later measurement 4.6 MiB (BENCHMARKS.md, "CUDA, H200"). Skyline
+        measured after warm-up iterations, which left them out as this does. No RNG is used."""
+        with torch.enable_grad():
+            w = torch.ones(8, 8, device=self.torch_device, requires_grad=True)
+            torch.nn.functional.linear(w, w, w[0]).sum().backward()
+        self.synchronize()
 
     def reset_peak(self) -> None:
         torch.cuda.reset_peak_memory_stats(self.torch_device)

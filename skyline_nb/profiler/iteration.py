@@ -224,6 +224,7 @@ def measure_level1(
         warmup = max(warmup, CUDNN_WARMUP)
     trial: Trial | None = None
     try:
+        device.make_library_workspaces()
         device.synchronize()
         baseline = device.memory_allocated()
         device.reset_peak()

@@ -9,7 +9,7 @@ example LSTM at batch 8 peaks in the model's backward, from 16 on in the loss ph
 log-softmax backward over its vocabulary); the line through its peaks at 8 and 16 predicted
 4–8 % too little at 24–64, while the loss phase's own line through the same two sizes is exact
 there (BENCHMARKS.md, "Memory by phase"). So each sampled size records its peak per phase, and
-the memory model is the largest of the phases' lines (``models.curve.fit_memory``).
+the memory model is the largest of the phases' lines (``models.memory_curve.fit_memory``).
 
 While ``PhaseMarks`` is entered, the model's forward starting and ending, backward reaching the
 model's outputs, and an optimizer step starting each call its ``mark``. On CPU (the default) that

@@ -37,7 +37,8 @@ def test_cnn_report_on_cuda():
     assert report.iteration_ms > 0 and report.peak_bytes > report.categories["weights"]
     model = cnn.skyline_model_provider()
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    assert report.categories["weights"] == weights == report.categories["grads"]
+    # categories are what is alive at the peak: backward has made only some gradients there
+    assert report.categories["weights"] == weights >= report.categories["grads"]
     for node in report.tree.walk():
         if node.children:
             assert node.forward_ms == pytest.approx(sum(c.forward_ms for c in node.children))
@@ -102,3 +103,17 @@ def test_peaks_by_phase_on_cuda_predict_held_out_sizes():
                                   lstm.skyline_iteration_provider, n, "cuda").peak_bytes
         assert report.models.predict_peak_bytes(n) == pytest.approx(truth, rel=0.01), n
     assert report.models.peak_phase_at(64) in phases
+
+
+def test_a_process_first_measurement_counts_no_library_workspace():
+    """cuBLAS makes its workspaces at a process's first matmul and keeps them: they must count
+    in no measurement, not in the first one only (H200: 69.6 MiB first, 4.6 MiB after)."""
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is None:
+        pytest.skip("this torch cannot drop cuBLAS workspaces")
+    torch.cuda.synchronize()
+    clear()  # as in a fresh process
+    first, again = (measure_iteration(mlp.skyline_model_provider, mlp.skyline_input_provider,
+                                      mlp.skyline_iteration_provider, 32, "cuda").peak_bytes
+                    for _ in range(2))
+    assert first == again

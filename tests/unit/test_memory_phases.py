@@ -1,5 +1,5 @@
 """Peak memory per phase of the step: marks in the allocator's reports, and the memory model as
-the largest of the phases' lines (profiler/phases.py, models/curve.fit_memory)."""
+the largest of the phases' lines (profiler/phases.py, models/memory_curve.fit_memory)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from skyline_nb.models.curve import fit_memory
+from skyline_nb.models.memory_curve import fit_memory
 from skyline_nb.models.performance import PerformanceModels
 
 MIB = 2**20

@@ -357,17 +357,30 @@ def test_shared_fixture_for_the_javascript_mirror_is_current() -> None:
 
 
 def test_memory_follows_the_upper_segment_of_a_bent_peak() -> None:
-    """Peak = max of two phases (lines); beyond the samples the last segment predicts exactly."""
+    """Peak = max of two phases (lines): with each sample's peak per phase the curve is exact
+    everywhere, the hinge between two samples included; with the step's peaks alone, exact at
+    every sample and beyond them (the last segment), the straight piece across the hinge."""
 
-    def peak(x: int) -> float:
-        return max(1_000_000 + 600_000 * x, 4_000_000 + 500_000 * x)
+    def phases(x: float) -> dict[str, float]:
+        return {"forward": 1_000_000 + 600_000 * x, "backward": 4_000_000 + 500_000 * x}
+
+    def peak(x: float) -> float:
+        return max(phases(x).values())
 
     xs = [8, 16, 32, 64]
-    models = PerformanceModels.from_samples(xs, [2.0 * x + 5 for x in xs], [peak(x) for x in xs],
-                                            capacity_bytes=10**12)
-    for x in (1, 8, 12, 16, 30, 128, 256, 512):  # the hinge: exact on both sides of the bend
-        assert models.predict_peak_bytes(x) == pytest.approx(peak(x), rel=1e-12)
+    by_phase = PerformanceModels.from_samples(
+        xs, [2.0 * x + 5 for x in xs], [peak(x) for x in xs], capacity_bytes=10**12,
+        peak_phases=[phases(x) for x in xs])
+    alone = PerformanceModels.from_samples(xs, [2.0 * x + 5 for x in xs],
+                                           [peak(x) for x in xs], capacity_bytes=10**12)
+    for x in (1, 8, 12, 16, 30, 32, 128, 256, 512):
+        assert by_phase.predict_peak_bytes(x) == pytest.approx(peak(x), rel=1e-12)
+    assert by_phase.peak_phase_at(12) == "backward" and by_phase.peak_phase_at(64) == "forward"
+    for x in (8, 16, 32, 64, 128, 512):
+        assert alone.predict_peak_bytes(x) == pytest.approx(peak(x), rel=1e-12)
+    chord = peak(16) + (peak(32) - peak(16)) * (30 - 16) / 16
+    assert alone.predict_peak_bytes(30) == pytest.approx(chord, rel=1e-12)
+    assert chord > peak(30)
     least_squares = LinearFit.fit(xs, [peak(x) for x in xs])
-    assert least_squares(256) < 0.99 * peak(256)  # what the old fit would have said
-    assert models.memory.shape == "bend" and models.memory.r2 == pytest.approx(1.0)
-    assert models.memory.breakpoints() == pytest.approx([30.0])
+    assert least_squares(256) < 0.99 * peak(256)  # what the first fit would have said
+    assert by_phase.memory.r2 == pytest.approx(1.0) and alone.memory.r2 == pytest.approx(1.0)
