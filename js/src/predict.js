@@ -82,7 +82,9 @@ function inverseOfPieces(lines, y) {
       if (holdsAt(l, x)) candidates.push(x);
     }
   }
-  const below = candidates.filter((x) => curveAt(lines, x) <= y + Math.abs(y) * 1e-12);
+  // rounding: a line evaluated at its own crossing of y lands within ulps of its terms
+  const slack = 1e-12 * Math.max(1.0, Math.abs(y), ...lines.map((l) => Math.abs(l.intercept)));
+  const below = candidates.filter((x) => curveAt(lines, x) <= y + slack);
   return below.length ? Math.max(...below) : -Infinity;
 }
 

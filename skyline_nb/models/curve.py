@@ -149,7 +149,9 @@ class Curve:
                 x = (y - line.intercept) / line.slope
                 if line.holds_at(x):
                     candidates.append(x)
-        below = [x for x in candidates if self(x) <= y + abs(y) * 1e-12]
+        # rounding: a line evaluated at its own crossing of y lands within ulps of its terms
+        slack = 1e-12 * max(1.0, abs(y), *(abs(line.intercept) for line in self.lines))
+        below = [x for x in candidates if self(x) <= y + slack]
         return max(below) if below else -math.inf
 
     def to_dict(self) -> dict[str, Any]:
