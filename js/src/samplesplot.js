@@ -19,7 +19,7 @@
 
 import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
-import { phaseWords } from "./peaknote.js";
+import { peakPhase, phaseWords } from "./peaknote.js";
 import { linearScale } from "./scale.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -61,15 +61,6 @@ export function usableSamples(samples) {
     const memory = num(s.peak_bytes);
     return [{ batch, time: positive(time) ? time : null, memory: positive(memory) ? memory : null, phase: peakPhase(s.peak_by_phase) }];
   });
-}
-
-function peakPhase(byPhase) {
-  if (!byPhase || typeof byPhase !== "object") return null;
-  let best = null;
-  for (const [name, bytes] of Object.entries(byPhase)) {
-    if (Number.isFinite(num(bytes)) && (best === null || num(bytes) > num(byPhase[best]))) best = name;
-  }
-  return best;
 }
 
 /** The batch sizes the curve is drawn at: log-spaced over [1, top] plus the ones that matter. */

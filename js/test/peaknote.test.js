@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { formatBytes } from "../src/format.js";
-import { createPeakNote, peakPlaceText } from "../src/peaknote.js";
+import { createPeakNote, measuredPeakText, peakPhase, peakPlaceText, placePhase } from "../src/peaknote.js";
 import { loadReport, mount } from "./helpers.js";
 
 let view;
@@ -63,4 +63,36 @@ test("a module's memory tooltip says how much its forward and backward add at mo
   seg.dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
   expect(view.q("tooltip").textContent).toContain("adds at most 2 KiB in forward \u00b7 4 KiB in backward");
   expect(view.q("tooltip").textContent).toContain(`saves ${formatBytes(fc1.activation_bytes)} for backward`);
+});
+
+describe("the measured peak's place when a kernel's workspace moves the allocator's peak", () => {
+  const lstm = (byPhase) => ({
+    batch_size: 8,
+    peak_bytes: 16_000_000,
+    peak_place: { phase: "backward", module: "", op: "_log_softmax" },
+    samples: [{ batch_size: 4, peak_by_phase: { backward: 9 } }, { batch_size: 8, peak_by_phase: byPhase }],
+  });
+
+  test("the allocator's phase is named, and where the tensors alone peaked", () => {
+    const report = lstm({ forward: 10, loss: 14, backward: 16, optimizer: 3 });
+    expect(measuredPeakText(report)).toBe(
+      "in the model's backward (kernel workspaces included; the tensors alone peak in backward of code outside the model's modules (_log_softmax))");
+    const note = createPeakNote({ report, predictor: { peakPhaseAt: () => "loss" } });
+    note.update();
+    expect(note.el.textContent).toMatch(/^Peak 15\.3 MiB, in the model's backward \(kernel workspaces included; /);
+    note.update({ predicted: true, peakBytes: 2 ** 25, batch: 32 });
+    expect(note.el.textContent).toMatch(/in the loss and its backward; measured peak in the model's backward \(/);
+  });
+
+  test("when both agree, or a side cannot say, the place alone", () => {
+    expect(measuredPeakText(lstm({ forward: 10, loss: 16, backward: 14 })))
+      .toBe("in backward of code outside the model's modules (_log_softmax)");
+    expect(measuredPeakText({ ...lstm({}), samples: [] })).toBe("in backward of code outside the model's modules (_log_softmax)");
+    const forwardOutside = { ...lstm({ forward: 1, backward: 2 }), peak_place: { phase: "forward", module: "", op: "embedding" } };
+    expect(measuredPeakText(forwardOutside)).toBe("in forward of code outside the model's modules (embedding)");
+    expect(placePhase({ phase: "backward", module: "lstm", op: "x" })).toBe("backward");
+    expect(placePhase({ phase: "forward", module: "[optimizer]", op: null })).toBe("optimizer");
+    expect(peakPhase({ forward: "3", backward: 5, bad: "x" })).toBe("backward");
+    expect(measuredPeakText({})).toBe("");
+  });
 });
