@@ -12,6 +12,7 @@
 // the tensors alone peaked, rather than putting the peak's bytes in the wrong place.
 import { h } from "./dom.js";
 import { formatBytes } from "./format.js";
+import { num } from "./numbers.js";
 
 const OPTIMIZER_PATH = "[optimizer]";
 
@@ -31,7 +32,7 @@ export function peakPhase(byPhase) {
   if (!byPhase || typeof byPhase !== "object") return null;
   let best = null;
   for (const [name, bytes] of Object.entries(byPhase)) {
-    if (Number.isFinite(Number(bytes)) && (best === null || Number(bytes) > Number(byPhase[best]))) best = name;
+    if (Number.isFinite(num(bytes)) && (best === null || num(bytes) > num(byPhase[best]))) best = name;
   }
   return best;
 }
@@ -54,7 +55,7 @@ export function measuredPeakText(report) {
   const where = peakPlaceText(report?.peak_place);
   if (!where) return "";
   const own = Array.isArray(report.samples)
-    ? report.samples.find((s) => Number(s?.batch_size) === Number(report.batch_size)) : null;
+    ? report.samples.find((s) => num(s?.batch_size) === num(report.batch_size)) : null;
   const counted = peakPhase(own?.peak_by_phase);
   const placed = placePhase(report.peak_place);
   if (counted === null || placed === null || counted === placed) return where;

@@ -19,6 +19,7 @@
 
 import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
+import { num } from "./numbers.js";
 import { peakPhase, phaseWords } from "./peaknote.js";
 import { linearScale } from "./scale.js";
 
@@ -37,7 +38,6 @@ const METRICS = [
 ];
 
 const positive = (v) => typeof v === "number" && Number.isFinite(v) && v > 0;
-const num = (v) => (typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : NaN);
 const fix = (v) => v.toFixed(2);
 
 function svg(tag, attrs = {}, text) {

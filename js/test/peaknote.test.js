@@ -93,6 +93,7 @@ describe("the measured peak's place when a kernel's workspace moves the allocato
     expect(placePhase({ phase: "backward", module: "lstm", op: "x" })).toBe("backward");
     expect(placePhase({ phase: "forward", module: "[optimizer]", op: null })).toBe("optimizer");
     expect(peakPhase({ forward: "3", backward: 5, bad: "x" })).toBe("backward");
+    expect(peakPhase({ forward: null, loss: true, backward: -1 })).toBe("backward"); // not 0 or 1
     expect(measuredPeakText({})).toBe("");
   });
 });
