@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every CUDA row of BENCHMARKS.md in one command, for a lent GPU whose time is short: the CUDA
-# tests, the performance curves' accuracy (issue 15's GPU acceptance), memory by phase and memory
-# at the peak. Each part has its own time limit and its own output file, so a part cut short
-# still leaves what the others printed.
+# tests, the performance curves' accuracy (issue 15's GPU acceptance), memory by phase, memory
+# at the peak and where a profile's seconds go (stage_cost.py). Each part has its own time limit
+# and its own output file, so a part cut short still leaves what the others printed.
 #
 #     PYTHONPATH=$PWD bash benchmarks/cuda_all.sh OUT_DIR
 set -u
@@ -25,6 +25,10 @@ timeout 60 $py benchmarks/memory_prediction.py --device cuda \
   --models mlp cnn transformer lstm gpt convnext > "$out/memory_prediction.txt" 2>&1
 timeout 40 $py benchmarks/peak_memory.py --device cuda --batches 32 256 \
   > "$out/peak_memory.txt" 2>&1
+timeout 120 $py benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32 transformer:8 \
+  transformer:32 lstm:32 --repeats 3 --cprofile 15 > "$out/stage_cost.txt" 2>&1
+# a device run returns at most 8 files: the accuracy tables in one, their JSON in one archive
+cat "$out"/acc_*.txt > "$out/accuracy.txt" && rm -f "$out"/acc_*.txt
 tar -czf "$out/acc_json.tgz" -C "$out" $(cd "$out" && ls acc_*.json 2>/dev/null) \
   && rm -f "$out"/acc_*.json
 ls -l "$out"

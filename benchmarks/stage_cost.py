@@ -1,0 +1,94 @@
+"""Where a profile's seconds go, stage by stage, in iterations of the user's own loop.
+
+Issue 12's bar is a whole ``%skyline`` (profile + samples) within 30 uninstrumented iterations of
+the user's batch; on a GPU (BENCHMARKS.md, session 11) profiles cost 42–475. For each model and
+batch: the user's plain loop (``cuda_headline.plain_loop_ms``: a fresh model, 10 warm-up steps,
+the median of 30), then ``--repeats`` profiles with a progress callback that records when each
+stage starts. A stage's cost is the time to the next stage's start; printed per stage kind
+(numbers stripped: "timing each op (run N)" adds up over N) as the median over the profiles, in
+milliseconds and in plain iterations. ``--cprofile K`` also prints the K functions with the most
+own time over one more profile of each model (where the host spends it).
+
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import itertools
+import pstats
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cuda_headline import plain_loop_ms
+from prediction_accuracy import providers
+
+import skyline_nb
+
+
+def stage_costs(provs: tuple, batch: int, device: str) -> tuple[dict[str, float], float]:
+    """One profile: ms per stage kind (starts to the next start) and the whole wall time."""
+    marks: list[tuple[str, float]] = []
+    skyline_nb.profile(
+        *provs,
+        batch_size=batch,
+        device=device,
+        progress=lambda p: marks.append((p.stage, 1000 * p.elapsed_s)),
+    )
+    costs: dict[str, float] = defaultdict(float)
+    for (stage, began), (_, ended) in itertools.pairwise(marks):
+        costs[re.sub(r"\d+", "N", stage)] += ended - began
+    return costs, marks[-1][1]
+
+
+def own_time(provs: tuple, batch: int, device: str, top: int) -> str:
+    """The ``top`` functions with the most own time over one profile."""
+    profiler = cProfile.Profile()
+    profiler.runcall(skyline_nb.profile, *provs, batch_size=batch, device=device)
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(top)
+    return text.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["mlp:32", "cnn:32", "transformer:32", "lstm:32"],
+        help="model:batch pairs",
+    )
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cprofile", type=int, default=0, metavar="K")
+    args = parser.parse_args()
+    for pair in args.models:
+        name, batch = pair.split(":")
+        provs, _ = providers(name, args.device, "stock")
+        stage_costs(provs, int(batch), args.device)  # a process's first profile: imports, caches
+        plain = plain_loop_ms(provs, int(batch), args.device)
+        runs = [stage_costs(provs, int(batch), args.device) for _ in range(args.repeats)]
+        walls = [wall for _, wall in runs]
+        print(
+            f"\n{name}@{batch} on {args.device}: plain loop {plain:.2f} ms; profile "
+            f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
+            f"iterations (median of {len(runs)})"
+        )
+        for kind in dict.fromkeys(k for costs, _ in runs for k in costs):
+            ms = statistics.median(costs.get(kind, 0.0) for costs, _ in runs)
+            print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")
+        if args.cprofile:
+            print(own_time(provs, int(batch), args.device, args.cprofile))
+
+
+if __name__ == "__main__":
+    main()
