@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import torch
-
 from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.leaves import tensors_in
 
 DispatchMode = tp.dispatch_mode_base()
 
@@ -46,8 +45,7 @@ class FlopTracker(DispatchMode):
             else:
                 into = self.backward if tp.current_autograd_node() is not None else self.forward
                 into[index] = into.get(index, 0) + count
-            moved = sum(t.numel() * t.element_size() for t in tp.tree_leaves((args, kwargs, out))
-                        if isinstance(t, torch.Tensor))
+            moved = sum(t.numel() * t.element_size() for t in tensors_in((args, kwargs, out)))
             self.moved[index] = self.moved.get(index, 0) + moved
         return out
 

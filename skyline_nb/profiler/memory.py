@@ -24,6 +24,7 @@ import torch
 
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import CPUOutOfMemoryError
+from skyline_nb.profiler.leaves import tensors_in
 
 DispatchMode = tp.dispatch_mode_base()
 
@@ -73,9 +74,8 @@ class LiveStorageTracker(DispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         if self.active:
-            for leaf in tp.tree_leaves(out):
-                if isinstance(leaf, torch.Tensor):
-                    self.track(leaf)
+            for leaf in tensors_in(out):
+                self.track(leaf)
         return out
 
     def close(self) -> None:
@@ -170,8 +170,8 @@ def optimizer_state_tensors(optimizers: Iterable[Any]) -> Iterator[torch.Tensor]
     """The dense tensors in optimizers' ``state`` (momentum, Adam moments, step counts)."""
     for optimizer in optimizers:
         for state in getattr(optimizer, "state", {}).values():
-            for value in tp.tree_leaves(state):
-                if isinstance(value, torch.Tensor) and value.layout == torch.strided:
+            for value in tensors_in(state):
+                if value.layout == torch.strided:
                     yield value
 
 

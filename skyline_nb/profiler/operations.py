@@ -43,6 +43,7 @@ from torch import nn
 from skyline_nb.categories import OPTIMIZER_PATH
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device, Timer
+from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.report import Frame
 
@@ -236,10 +237,9 @@ class OperationTracker:
         if phase == FORWARD:
             self._last_forward = record.index
             # autograd attaches grad_fn (and requires_grad) only after this op returns
-            for leaf in tp.tree_leaves(out):
-                if isinstance(leaf, torch.Tensor):
-                    self.pending.append((record.index, weakref.ref(leaf)))
-                    break
+            leaves = tensors_in(out)
+            if leaves:
+                self.pending.append((record.index, weakref.ref(leaves[0])))
 
     def _record_backward(self, func: Any, node: Any, timer: Timer | int) -> None:
         index = self._by_seq.get(tp.sequence_nr(node))

@@ -32,6 +32,7 @@ import torch
 
 from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import optimizer_state_tensors, unique_parameters
 
 DispatchMode = tp.dispatch_mode_base()
@@ -152,14 +153,12 @@ class PeakTracker(DispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         before = self.live
         out = func(*args, **(kwargs or {}))
-        inputs = {tp.storage_key(t) for t in tp.tree_leaves((args, kwargs))
-                  if isinstance(t, torch.Tensor) and t.device.type == self.device_type
-                  and _has_storage(t)}
+        inputs = {tp.storage_key(t) for t in tensors_in((args, kwargs))
+                  if t.device.type == self.device_type and _has_storage(t)}
         phase, place = self._now()
         created = False
-        for leaf in tp.tree_leaves(out):
-            if (not isinstance(leaf, torch.Tensor) or leaf.device.type != self.device_type
-                    or not _has_storage(leaf)):
+        for leaf in tensors_in(out):
+            if leaf.device.type != self.device_type or not _has_storage(leaf):
                 continue
             key = tp.storage_key(leaf)
             if key in inputs or key in self._storages:

@@ -58,12 +58,6 @@ def outside_modes() -> Iterator[None]:
         yield
 
 
-def tree_leaves(value: Any) -> list[Any]:
-    from torch.utils import _pytree
-
-    return _need(_pytree, "tree_leaves", "torch.utils._pytree")(value)
-
-
 # ---- autograd graph -----------------------------------------------------------------------
 def current_autograd_node() -> Any | None:
     """The autograd Node whose backward is running on this thread, or None in forward."""
