@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -19,3 +24,17 @@ def one_thread(request: pytest.FixtureRequest):
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def busy_core() -> Iterator[subprocess.Popen[bytes]]:
+    """One process spinning on a core; it stops by itself after 2 minutes, or at teardown."""
+    spinner = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time\nend = time.time() + 120\nwhile time.time() < end: pass"])
+    time.sleep(0.3)
+    try:
+        yield spinner
+    finally:
+        spinner.kill()
+        spinner.wait()

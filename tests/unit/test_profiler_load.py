@@ -23,10 +23,8 @@ the 2-core dev box with the spinner: headline +1 … +9 %, Σ ops within −10 �
 from __future__ import annotations
 
 import statistics
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -70,20 +68,6 @@ def plain_loop_median(iterations: int = 300) -> float:
         step(x, y)
         times.append((time.perf_counter() - start) * 1e3)
     return statistics.median(times)
-
-
-@pytest.fixture
-def busy_core() -> Iterator[subprocess.Popen[bytes]]:
-    """One process spinning on a core; it stops by itself after 2 minutes, or at teardown."""
-    spinner = subprocess.Popen(
-        [sys.executable, "-c",
-         "import time\nend = time.time() + 120\nwhile time.time() < end: pass"])
-    time.sleep(0.3)
-    try:
-        yield spinner
-    finally:
-        spinner.kill()
-        spinner.wait()
 
 
 @pytest.mark.slow
