@@ -64,11 +64,14 @@ LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 9, 10.0, 300.0
 # Σ op times may exceed the uninstrumented iteration by this share before the two are taken to
 # describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
 UNTRACKED_TOLERANCE = 0.10
-RECONCILE_ATTEMPTS = 6
-# Reconciling may take this many times the first instrumented pass, then the headline is timed
-# once more and the profile goes on: a GRU's instrumented runs (1.6–6 s each on a noisy host)
+# Reconciling may take up to RECONCILE_ATTEMPTS runs and RECONCILE_SHARE times the first pass,
+# then the headline is timed once more: a GRU's instrumented runs (1.6–6 s each on a noisy host)
 # made six attempts cost 25–31 s, past what a notebook user waits for (seen in CI, 2026-11-25).
-RECONCILE_SHARE = 2.0
+RECONCILE_ATTEMPTS, RECONCILE_SHARE = 6, 2.0
+# CUDA: the queue is held this many times the memory run's host time (four trackers; an op
+# timing run has one) plus a margin before each instrumented run (``Device.hold_queue``): 13–26 %
+# of a GPU profile (BENCHMARKS.md, session 12); ``benchmarks/cuda_hold.py`` tries shorter holds.
+HOLD_FACTOR, HOLD_MARGIN_MS = 2.0, 5.0
 
 
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
@@ -183,7 +186,7 @@ def _instrumented(
     reporter.stage("measuring memory at the peak and what each op saves", 2)
     run = memory_run(trial, dev, user_code, warm.user_inputs)
     memory_ops, value = run.ops, run.value
-    hold = 2.0 * memory_ops.wall_ms + 5.0 if dev.kind == "cuda" else 0.0
+    hold = HOLD_FACTOR * memory_ops.wall_ms + HOLD_MARGIN_MS if dev.kind == "cuda" else 0.0
     started = time.perf_counter()
     ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
     now = time.perf_counter()
