@@ -2,8 +2,8 @@
 # Every CUDA row of BENCHMARKS.md in one command, for a lent GPU whose time is short: the CUDA
 # tests, the performance curves' accuracy (issue 15's GPU acceptance), memory by phase, memory
 # at the peak, where a profile's seconds go (stage_cost.py) and how short the held queue may be
-# (cuda_hold.py). Each part has its own time limit
-# and its own output file, so a part cut short still leaves what the others printed.
+# (cuda_hold.py). Each part has its own time limit and its own output file, so a part cut short
+# still leaves what the others printed.
 #
 #     PYTHONPATH=$PWD bash benchmarks/cuda_all.sh OUT_DIR
 set -u
