@@ -8,6 +8,7 @@ same on reports; here they are checked on the models alone, with more cases).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -168,8 +169,12 @@ def test_whenever_dragging_is_on_every_invariant_holds(s: dict) -> None:
     for values in (times, throughputs, peaks):
         assert all(math.isfinite(v) and v > 0 for v in values)
     # Larger batch: more time and more memory. The throughput may fall (time per sample
-    # growing with the batch), but the maximum shown is the most anywhere in the range.
-    assert times == sorted(times) and peaks == sorted(peaks)
+    # growing with the batch), but the maximum shown is the most anywhere in the range. The
+    # memory curve's pieces meet where a sample is: one piece's slope·x + intercept may land an
+    # ulp above the next one's there (hypothesis: 1.0000004860000002 then 1.000000486), so its
+    # peaks never fall beyond float rounding, as in test_memory_curve_properties.
+    assert times == sorted(times)
+    assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(peaks))
     measured = [1000.0 * x / t for x, t in zip(s["sizes"], s["times"], strict=True)]
     assert models.max_throughput >= max(measured) and math.isfinite(models.max_throughput)
     assert all(models.max_throughput >= t * (1 - 1e-12) for t in throughputs)
