@@ -184,6 +184,12 @@ function buildPanel(metric, { samples, predictor, live, top, range, measuredBatc
   }
   plot.append(curves);
 
+  const marker = svg("g", { class: "sk-samples-marker", "data-skyline": "samples-marker" });
+  const markerLine = svg("line", { class: "sk-samples-marker-line", y1: y0, y2: y1 });
+  const ring = svg("circle", { class: "sk-samples-ring", r: 4 });
+  marker.append(markerLine, ring);
+  plot.append(marker); // under the bend's label: its line through the text read as a digit
+
   const bend = metric.name === "time" ? predictor.bendBatchSize : undefined;
   if (live && positive(bend) && bend <= top) {
     const bx = fix(x(bend));
@@ -194,12 +200,6 @@ function buildPanel(metric, { samples, predictor, live, top, range, measuredBatc
     );
     plot.append(tick);
   }
-
-  const marker = svg("g", { class: "sk-samples-marker", "data-skyline": "samples-marker" });
-  const markerLine = svg("line", { class: "sk-samples-marker-line", y1: y0, y2: y1 });
-  const ring = svg("circle", { class: "sk-samples-ring", r: 4 });
-  marker.append(markerLine, ring);
-  plot.append(marker);
 
   const dots = svg("g", { class: "sk-samples-points" });
   for (const p of points) {

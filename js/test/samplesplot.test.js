@@ -207,6 +207,10 @@ describe("the samples plot", () => {
     expect(bend).toHaveLength(1); // the time panel's only
     expect(bend[0].closest(".sk-samples-panel").dataset.metric).toBe("time");
     expect(bend[0].textContent).toBe("bend 100");
+    // painted after the batch marker, so the marker's line never runs through the label's text
+    // ("bend 138" with the line at 16 over it read "bend 1,138" in a screenshot)
+    const marker = bend[0].closest(".sk-samples-panel").querySelector('[data-skyline="samples-marker"]');
+    expect(marker.compareDocumentPosition(bend[0]) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
     expect(plot.el.querySelector('[data-skyline="samples-note"]').textContent).toBe("measured at batch 16\u2013128 \u00b7 launch-bound up to at least 64");
     const none = createSamplesPlot({ report: stubReport(), predictor: stub({ bendBatchSize: null, launchBoundUpTo: null }) });
     expect(none.el.querySelector('[data-skyline="samples-bend"]')).toBe(null);
