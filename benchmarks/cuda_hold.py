@@ -16,7 +16,6 @@ profile's. Written before a GPU could run it (session 12): check its first outpu
 from __future__ import annotations
 
 import argparse
-import itertools
 import statistics
 import sys
 from pathlib import Path
@@ -26,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 from prediction_accuracy import providers
+from stage_cost import TIMING_OPS, stage_costs
 
-import skyline_nb
 from skyline_nb.profiler import session
 from skyline_nb.profiler.device import CudaDevice
 from skyline_nb.profiler.operations import OperationTracker
@@ -58,14 +57,10 @@ def watch_holds() -> None:
 def one(provs: tuple, batch: int, factor: float) -> dict[str, float]:
     session.HOLD_FACTOR = factor
     DRAINED.clear()
-    marks: list[tuple[str, float]] = []
-    report = skyline_nb.profile(*provs, batch_size=batch, device="cuda", predict=False,
-                                progress=lambda p: marks.append((p.stage, p.elapsed_s)))
-    timing = sum(end - began for (stage, began), (_, end) in itertools.pairwise(marks)
-                 if stage.startswith("timing each op"))
+    costs, wall_ms, report = stage_costs(provs, batch, "cuda", predict=False)
     return {"drained": sum(DRAINED), "runs": len(DRAINED),
             "ops": (report.iteration_ms - report.untracked_ms) / report.iteration_ms,
-            "timing_ms": 1000 * timing, "wall_ms": 1000 * marks[-1][1]}
+            "timing_ms": costs.get(TIMING_OPS, 0.0), "wall_ms": wall_ms}
 
 
 def main() -> None:

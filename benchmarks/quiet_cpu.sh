@@ -4,7 +4,7 @@
 # above the bars being judged. On a large idle machine (a lent GPU host's 16 cores) each
 # benchmark runs pinned to a pair of cores (`taskset`: torch's default is then 2 threads, as on
 # a 2-core laptop or CI). MODE `serial` (default) runs the judged rows one after another on
-# cores 2–3 with the rest of the machine idle (~9 min); `parallel` runs every row at once, each
+# cores 2–3 with the rest of the machine idle (~8 min); `parallel` runs every row at once, each
 # on its own pair — session 12 did, and seven busy pairs were not quiet (plain loops moved
 # 5–40 % between rounds: shared memory system, a clock that drops as more cores run).
 # Each job has a time limit and its own output file (at most 8 come back from a device run).

@@ -33,21 +33,28 @@ from cuda_headline import plain_loop_ms
 from prediction_accuracy import providers
 
 import skyline_nb
+from skyline_nb.report import Report
+
+TIMING_OPS = "timing each op (run N)"  # a stage kind: its runs add up
 
 
-def stage_costs(provs: tuple, batch: int, device: str) -> tuple[dict[str, float], float]:
-    """One profile: ms per stage kind (starts to the next start) and the whole wall time."""
+def stage_costs(
+    provs: tuple, batch: int, device: str, predict: bool = True
+) -> tuple[dict[str, float], float, Report]:
+    """One profile: ms per stage kind (starts to the next start), the whole wall time in ms,
+    and the report."""
     marks: list[tuple[str, float]] = []
-    skyline_nb.profile(
+    report = skyline_nb.profile(
         *provs,
         batch_size=batch,
         device=device,
+        predict=predict,
         progress=lambda p: marks.append((p.stage, 1000 * p.elapsed_s)),
     )
     costs: dict[str, float] = defaultdict(float)
     for (stage, began), (_, ended) in itertools.pairwise(marks):
         costs[re.sub(r"\d+", "N", stage)] += ended - began
-    return costs, marks[-1][1]
+    return costs, marks[-1][1], report
 
 
 def own_time(provs: tuple, batch: int, device: str, top: int) -> str:
@@ -77,14 +84,14 @@ def main() -> None:
         stage_costs(provs, int(batch), args.device)  # a process's first profile: imports, caches
         plain = plain_loop_ms(provs, int(batch), args.device)
         runs = [stage_costs(provs, int(batch), args.device) for _ in range(args.repeats)]
-        walls = [wall for _, wall in runs]
+        walls = [wall for _, wall, _ in runs]
         print(
             f"\n{name}@{batch} on {args.device}: plain loop {plain:.2f} ms; profile "
             f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
             f"iterations (median of {len(runs)})"
         )
-        for kind in dict.fromkeys(k for costs, _ in runs for k in costs):
-            ms = statistics.median(costs.get(kind, 0.0) for costs, _ in runs)
+        for kind in dict.fromkeys(k for costs, _, _ in runs for k in costs):
+            ms = statistics.median(costs.get(kind, 0.0) for costs, _, _ in runs)
             print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")
         if args.cprofile:
             print(own_time(provs, int(batch), args.device, args.cprofile))
