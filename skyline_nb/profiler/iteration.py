@@ -315,7 +315,8 @@ def _bytes(tensors: list[Any]) -> int:
     """Bytes of the tensors' storages, each storage once."""
     from skyline_nb.profiler import torch_private as tp
 
-    return sum({tp.storage_key(t): tp.storage_nbytes(t) for t in tensors}.values())
+    return sum({tp.storage_key(part): tp.storage_nbytes(part)
+                for t in tensors for part in tp.storage_parts(t)}.values())
 
 
 def warm_inputs(providers: Providers, device: Device) -> Callable[[int], Inputs]:

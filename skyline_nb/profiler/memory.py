@@ -50,8 +50,12 @@ class LiveStorageTracker(DispatchMode):
             self.live -= nbytes
 
     def track(self, tensor: torch.Tensor) -> None:
-        if tensor.device.type != self.device_type or tensor.is_meta:
+        if tensor.device.type != self.device_type:
             return
+        for part in tp.storage_parts(tensor):
+            self._track_storage(part)
+
+    def _track_storage(self, tensor: torch.Tensor) -> None:
         key = tp.storage_key(tensor)
         nbytes = tp.storage_nbytes(tensor)
         known = self._sizes.get(key)
@@ -111,25 +115,26 @@ class SavedTensorTracker:
 
     def pack(self, tensor: torch.Tensor) -> Any:
         if isinstance(tensor, torch.nn.Parameter):
-            return (None, tensor)
-        try:
-            key = tp.storage_key(tensor)
-        except (RuntimeError, NotImplementedError):  # e.g. sparse or wrapper subclasses
-            return (None, tensor)
-        if key in self.excluded:
-            return (None, tensor)
-        if key not in self.records:
-            self.records[key] = SavedRecord(tp.storage_nbytes(tensor), self.current_op())
-        return (key, tensor)
+            return ((), tensor)
+        keys = []
+        for part in tp.storage_parts(tensor):  # a sparse tensor's: its indices and values
+            key = tp.storage_key(part)
+            if key in self.excluded:
+                continue
+            if key not in self.records:
+                self.records[key] = SavedRecord(tp.storage_nbytes(part), self.current_op())
+            keys.append(key)
+        return (tuple(keys), tensor)
 
     def unpack(self, packed: Any) -> torch.Tensor:
-        key, tensor = packed
-        if key is not None:
+        keys, tensor = packed
+        if keys:
             node = tp.current_autograd_node()
             op = self.op_of_node(node) if node is not None else None
-            record = self.records.get(key)
-            if op is not None and record is not None:
-                record.unpack_ops.add(op)
+            for key in keys:
+                record = self.records.get(key)
+                if op is not None and record is not None:
+                    record.unpack_ops.add(op)
         return tensor
 
     @contextmanager
@@ -150,7 +155,10 @@ class SavedTensorTracker:
 
 
 def tensor_bytes(tensor: torch.Tensor) -> int:
-    return tensor.numel() * tensor.element_size()
+    """The bytes of ``tensor``'s elements (of its indices and values when sparse)."""
+    if tensor.layout == torch.strided:
+        return tensor.numel() * tensor.element_size()
+    return sum(part.numel() * part.element_size() for part in tp.storage_parts(tensor))
 
 
 def unique_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
@@ -161,18 +169,16 @@ def unique_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parame
 def storage_keys(tensors: Iterable[Any]) -> set[int]:
     keys = set()
     for tensor in tensors:
-        if isinstance(tensor, torch.Tensor) and tensor.layout == torch.strided:
-            keys.add(tp.storage_key(tensor))
+        if isinstance(tensor, torch.Tensor):
+            keys.update(tp.storage_key(part) for part in tp.storage_parts(tensor))
     return keys
 
 
 def optimizer_state_tensors(optimizers: Iterable[Any]) -> Iterator[torch.Tensor]:
-    """The dense tensors in optimizers' ``state`` (momentum, Adam moments, step counts)."""
+    """The tensors in optimizers' ``state`` (momentum, Adam moments, step counts)."""
     for optimizer in optimizers:
         for state in getattr(optimizer, "state", {}).values():
-            for value in tensors_in(state):
-                if value.layout == torch.strided:
-                    yield value
+            yield from tensors_in(state)
 
 
 class ParameterOrigins:

@@ -111,13 +111,15 @@ class PeakTracker(DispatchMode):
     def _adopt(self, category: str, tensor: Any) -> None:
         if not isinstance(tensor, torch.Tensor) or tensor.device.type != self.device_type:
             return
-        key = tp.storage_key(tensor)
-        if key in self._storages:
-            return
-        nbytes = self._follow(key, tensor, born=0, phase=FORWARD, creator=None, named=category)
-        self.start_bytes += nbytes
-        if self.peak >= 0:  # alive since the start: at the peak found so far too
-            self.peak += nbytes
+        for part in tp.storage_parts(tensor):
+            key = tp.storage_key(part)
+            if key in self._storages:
+                continue
+            nbytes = self._follow(key, part, born=0, phase=FORWARD, creator=None,
+                                  named=category)
+            self.start_bytes += nbytes
+            if self.peak >= 0:  # alive since the start: at the peak found so far too
+                self.peak += nbytes
 
     def _follow(self, key: int, tensor: torch.Tensor, born: int, phase: str,
                 creator: int | None, named: str | None = None) -> int:
@@ -153,21 +155,22 @@ class PeakTracker(DispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         before = self.live
         out = func(*args, **(kwargs or {}))
-        inputs = {tp.storage_key(t) for t in tensors_in((args, kwargs))
-                  if t.device.type == self.device_type and _has_storage(t)}
+        inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
+                  if t.device.type == self.device_type for part in tp.storage_parts(t)}
         phase, place = self._now()
         created = False
         for leaf in tensors_in(out):
-            if leaf.device.type != self.device_type or not _has_storage(leaf):
+            if leaf.device.type != self.device_type:
                 continue
-            key = tp.storage_key(leaf)
-            if key in inputs or key in self._storages:
-                continue
-            if not created:
-                self.events += 1
-                created = True
-            self._follow(key, leaf, self.events, phase,
-                         place[0] if place is not None and phase == FORWARD else None)
+            for part in tp.storage_parts(leaf):
+                key = tp.storage_key(part)
+                if key in inputs or key in self._storages:
+                    continue
+                if not created:
+                    self.events += 1
+                    created = True
+                self._follow(key, part, self.events, phase,
+                             place[0] if place is not None and phase == FORWARD else None)
         if created:
             self._note_peak(phase, place)
         self._note_module(before, phase, place)
@@ -218,8 +221,9 @@ class PeakTracker(DispatchMode):
         inputs)."""
         named = {}
         for category, tensor in end:
-            if isinstance(tensor, torch.Tensor) and _has_storage(tensor):
-                named.setdefault(tp.storage_key(tensor), category)
+            if isinstance(tensor, torch.Tensor):
+                for part in tp.storage_parts(tensor):
+                    named.setdefault(tp.storage_key(part), category)
         by_category: dict[str, int] = {}
         by_op: dict[int, int] = {}
         for key, storage in self._alive_at_peak():
@@ -273,11 +277,3 @@ def named_tensors(model: Any, inputs: Iterable[Any],
         yield Category.OPTIMIZER, tensor
     for tensor in inputs:
         yield Category.INPUTS, tensor
-
-
-def _has_storage(tensor: torch.Tensor) -> bool:
-    try:
-        tensor.untyped_storage()
-    except (RuntimeError, NotImplementedError):  # sparse tensors, wrapper subclasses
-        return False
-    return True

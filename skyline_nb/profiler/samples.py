@@ -1,9 +1,10 @@
 """The profile's samples at other batch sizes, measured on its warm trial.
 
 At each size ``sample_plan.sample_curve`` asks for: the peak (``WarmTrial.peak_at``), then the
-time in a block of its own (``WarmTrial.time_at``), as a ratio of the user's headline. How far
-a sample may sit from a simpler curve (the curves' tolerance) comes from the headline's own
-spread, so a busy machine does not turn noise into bends.
+time in a block of its own (``WarmTrial.time_at``), as a ratio of the user's headline;
+``fitted`` turns them into the report's samples and performance models at the final headline.
+How far a sample may sit from a simpler curve (the curves' tolerance) comes from the headline's
+own spread, so a busy machine does not turn noise into bends.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ from dataclasses import dataclass
 
 from skyline_nb.categories import Categories
 from skyline_nb.models.curve import TOLERANCE
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.sample_plan import sample_curve
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE
+from skyline_nb.report import Sample
 
 # Sampling other batch sizes may take this many of the user's iterations (at least
 # SAMPLING_FLOOR_MS): with the profile's own ~17, the whole stays near 30 (BENCHMARKS.md).
@@ -86,3 +89,33 @@ def sample_sizes(
         )
     phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
     return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases)
+
+
+def fitted(
+    level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories
+) -> tuple[list[Sample], PerformanceModels]:
+    """The samples at the final headline (each its ratio of it), with what was alive at each
+    one's peak, and the lines through them."""
+    first = level1.sample()
+    first.categories = dict(categories)
+    first.peak_by_phase = dict(sampled.phases.get(first.batch_size, {}))
+    samples = [first] + [
+        Sample(t.batch_size, level1.iteration_ms * t.ratio, sampled.peaks[t.batch_size],
+               dict(sampled.categories.get(t.batch_size, {})),
+               dict(sampled.phases.get(t.batch_size, {})))
+        for t in sampled.timings
+    ]
+    samples.sort(key=lambda s: s.batch_size)
+    capacity = dev.capacity_bytes()
+    models = PerformanceModels.from_samples(
+        [s.batch_size for s in samples],
+        [s.iteration_ms for s in samples],
+        [s.peak_bytes for s in samples],
+        capacity,
+        sampled.reason,
+        # the machine's free RAM is no bound a user means; GPU memory or their budget is
+        memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
+        tolerance=sampled.tolerance,
+        peak_phases=[s.peak_by_phase for s in samples],
+    )
+    return samples, models

@@ -25,7 +25,6 @@ import torch
 
 from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import StartingBatchOOMError
@@ -41,18 +40,23 @@ from skyline_nb.profiler.memory import (
     tensor_bytes,
     unique_parameters,
 )
-from skyline_nb.profiler.memory_run import by_op_of, memory_run, memory_timeline
+from skyline_nb.profiler.memory_run import (
+    by_op_of,
+    instrumented_excess,
+    memory_run,
+    memory_timeline,
+)
 from skyline_nb.profiler.operations import OperationTracker, merge_median
 from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.roofline import roofline
-from skyline_nb.profiler.samples import Sampled, sample_sizes
+from skyline_nb.profiler.samples import fitted, sample_sizes
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
-from skyline_nb.report import PeakPlace, Report, Sample, WeightEntry
+from skyline_nb.report import PeakPlace, Report, WeightEntry
 
 # Instrumented iterations; each op's time is the median over the quiet ones (those during which
 # no other process kept this one's threads waiting for a CPU). One quiet run when it lasts at
@@ -141,7 +145,7 @@ def profile(
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.samples = [level1.sample()]
             if sampled is not None:
-                report.samples, report.models = _fit(level1, sampled, dev, report.categories)
+                report.samples, report.models = fitted(level1, sampled, dev, report.categories)
         finally:
             del warm
     reporter.finish()
@@ -204,7 +208,7 @@ def _instrumented(
         ops, starved = _op_times(trial, dev, user_code, hold, warnings, reporter)
         if not _consistent(level1, ops):
             _retime_headline(level1, trial, dev)
-    fitted = _fit_to_headline(level1, ops, warnings)
+    fitted = _fit_to_headline(level1, ops, starved, warnings)
     if starved:
         warnings.append(
             "the machine was busy while ops were timed: op times may be too high"
@@ -222,6 +226,7 @@ def _instrumented(
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
     categories = Categories.at_peak(level1.peak_bytes, run.peak.by_category)
+    warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes)]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0 and not fitted:
@@ -324,11 +329,14 @@ def _consistent(level1: IterationResult, ops: OperationTracker) -> bool:
     return ops.ops_ms() <= level1.iteration_ms * (1 + UNTRACKED_TOLERANCE)
 
 
-def _fit_to_headline(level1: IterationResult, ops: OperationTracker, warnings: list[str]) -> bool:
+def _fit_to_headline(level1: IterationResult, ops: OperationTracker, starved: bool,
+                     warnings: list[str]) -> bool:
     """Scale op times that still exceed the headline after reconciling down to it; True if so.
 
     Both are measurements of the same step, but of different moments of a busy machine (the
-    instrumented runs waited longer for a CPU than the headline's iterations). Reported as they
+    instrumented runs waited longer for a CPU than the headline's iterations), or the dispatch
+    mode made the step slower than the plain one (a GRU over a packed sequence copies its
+    weights at every time step under any mode: 72 more blocks of 554 KiB). Reported as they
     are, Σ ops beyond the headline makes the untracked time negative beyond any noise (−68 % and
     −259 % seen under a competing process, 2026-11-25); the headline is the step's time, so the
     breakdown keeps each op's measured share and takes its absolute time from the headline.
@@ -337,10 +345,12 @@ def _fit_to_headline(level1: IterationResult, ops: OperationTracker, warnings: l
         return False
     ops_ms = ops.ops_ms()
     ops.scale(level1.iteration_ms / ops_ms)
+    why = ("the machine was busier then" if starved else "the machine was busier then, or "
+           "the profiler's dispatch mode made some ops slower")
     warnings.append(
-        f"the machine was busier while ops were timed ({format_ms(ops_ms)} in all) than while "
-        f"the step was ({format_ms(level1.iteration_ms)}): op times are scaled to the step; "
-        "their shares are as measured"
+        f"the ops timed one by one add up to {format_ms(ops_ms)}, more than the whole step "
+        f"({format_ms(level1.iteration_ms)}): {why}; op times are scaled to the step, their "
+        "shares as measured"
     )
     return True
 
@@ -369,32 +379,3 @@ def _finite_checks(value: Any, params: list[tuple[str, Any]], where: str) -> lis
         )
     return found
 
-
-def _fit(
-    level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories
-) -> tuple[list[Sample], PerformanceModels]:
-    """The samples at the final headline (each its ratio of it), with what was alive at each
-    one's peak, and the lines through them."""
-    first = level1.sample()
-    first.categories = dict(categories)
-    first.peak_by_phase = dict(sampled.phases.get(first.batch_size, {}))
-    samples = [first] + [
-        Sample(t.batch_size, level1.iteration_ms * t.ratio, sampled.peaks[t.batch_size],
-               dict(sampled.categories.get(t.batch_size, {})),
-               dict(sampled.phases.get(t.batch_size, {})))
-        for t in sampled.timings
-    ]
-    samples.sort(key=lambda s: s.batch_size)
-    capacity = dev.capacity_bytes()
-    models = PerformanceModels.from_samples(
-        [s.batch_size for s in samples],
-        [s.iteration_ms for s in samples],
-        [s.peak_bytes for s in samples],
-        capacity,
-        sampled.reason,
-        # the machine's free RAM is no bound a user means; GPU memory or their budget is
-        memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
-        tolerance=sampled.tolerance,
-        peak_phases=[s.peak_by_phase for s in samples],
-    )
-    return samples, models

@@ -79,6 +79,41 @@ def is_accumulate_grad(node: Any) -> bool:
 
 
 # ---- storages -----------------------------------------------------------------------------
+_SPARSE_PARTS: dict[Any, tuple[str, ...]] = {
+    torch.sparse_coo: ("_indices", "_values"),
+    torch.sparse_csr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_bsr: ("crow_indices", "col_indices", "values"),
+    torch.sparse_csc: ("ccol_indices", "row_indices", "values"),
+    torch.sparse_bsc: ("ccol_indices", "row_indices", "values"),
+}
+
+
+def storage_parts(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """The strided tensors whose storages hold ``tensor``'s memory: the tensor itself; a sparse
+    tensor's index and value tensors (``nn.Embedding(sparse=True)``'s gradients, a sparse
+    adjacency matrix: a sparse tensor has no storage of its own); a wrapper subclass's inner
+    tensors (``__tensor_flatten__``); none for a tensor without memory (meta)."""
+    layout = tensor.layout
+    if layout == torch.strided:
+        try:
+            tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # a wrapper subclass: its inner tensors
+            return _inner_parts(tensor)
+        return [] if tensor.is_meta else [tensor]
+    names = _SPARSE_PARTS.get(layout)
+    if names is None:
+        return _inner_parts(tensor)
+    return [part for name in names for part in storage_parts(getattr(tensor, name)())]
+
+
+def _inner_parts(tensor: torch.Tensor) -> list[torch.Tensor]:
+    flatten = getattr(tensor, "__tensor_flatten__", None)
+    if flatten is None:
+        return []
+    names, _ = flatten()
+    return [part for name in names for part in storage_parts(getattr(tensor, name))]
+
+
 def storage_key(tensor: torch.Tensor) -> int:
     """An id for the StorageImpl behind ``tensor``: stable while the storage lives."""
     return int(tensor.untyped_storage()._cdata)
