@@ -11,7 +11,7 @@ Saved-tensor hooks change which ops autograd dispatches (no detach of saved outp
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ from skyline_nb.categories import Categories, Category
 from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.flops import FlopTracker
 from skyline_nb.profiler.memory import SavedTensorTracker, storage_keys, unique_parameters
 from skyline_nb.profiler.operations import OperationTracker
@@ -40,10 +41,32 @@ class MemoryRun:
     timeline: list[tuple[str, int | None, int]]  # (phase, op index, tracked bytes) per op
 
 
-def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs) -> MemoryRun:
-    """One iteration of the warm ``trial`` on its ``warm_inputs`` under the three trackers, and
+def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs,
+               warnings: list[str]) -> MemoryRun:
+    """One iteration of the warm ``trial`` on its ``warm_inputs`` under the four trackers, and
     under the allocator's reports (``step_peak.measured_step``): the allocator's bytes at the
-    peak beyond the tracked ones are the kernels' own workspace."""
+    peak beyond the tracked ones are the kernels' own workspace.
+
+    ``torch.func``'s transforms (``grad``, ``vjp``, ``jacrev``: per-sample gradients, MAML)
+    raise inside any saved-tensor hooks; such an iteration runs again without them, and the
+    activations it saves for backward are then not attributed to ops (``warnings`` says so)."""
+    try:
+        return _memory_run(trial, dev, user_code, warm_inputs, saved_hooks=True)
+    except ProviderError as exc:
+        if SAVED_HOOKS_REFUSED not in str(exc.__cause__ or exc):
+            raise
+    warnings.append(
+        "the iteration uses torch.func transforms, which refuse saved-tensor hooks: activations "
+        "are not attributed to the ops that saved them (what was alive at the peak still is)")
+    return _memory_run(trial, dev, user_code, warm_inputs, saved_hooks=False)
+
+
+# torch.func's error when an iteration transformed by grad/vjp runs inside saved-tensor hooks
+SAVED_HOOKS_REFUSED = "support saved tensor hooks"
+
+
+def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs,
+                saved_hooks: bool) -> MemoryRun:
     model = trial.model
     fixed = storage_keys(p for _, p in unique_parameters(model)) | storage_keys(model.buffers())
     fixed |= storage_keys(trial.input_tensors)
@@ -63,7 +86,8 @@ def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inpu
     flops = FlopTracker(where)
     try:
         added, value, _ = measured_step(trial, dev, warm_inputs,
-                                     _together(ops, saved, tracker, flops))
+                                     _together(ops, saved if saved_hooks else None, tracker,
+                                               flops))
         peak = tracker.categorized(added, model, trial.input_tensors)
     finally:
         tracker.close()
@@ -91,9 +115,9 @@ def instrumented_excess(categories: Categories, peak_bytes: int) -> str | None:
 
 
 @contextmanager
-def _together(ops: OperationTracker, saved: SavedTensorTracker, tracker: PeakTracker,
+def _together(ops: OperationTracker, saved: SavedTensorTracker | None, tracker: PeakTracker,
               flops: FlopTracker) -> Iterator[None]:
-    with ops, saved.active(), tracker, flops:
+    with ops, saved.active() if saved is not None else nullcontext(), tracker, flops:
         yield
 
 

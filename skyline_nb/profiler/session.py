@@ -188,7 +188,7 @@ def _instrumented(
     model = trial.model
     params = unique_parameters(model)
     reporter.stage("measuring memory at the peak and what each op saves", 2)
-    run = memory_run(trial, dev, user_code, warm.user_inputs)
+    run = memory_run(trial, dev, user_code, warm.user_inputs, warnings)
     memory_ops, value = run.ops, run.value
     hold = HOLD_FACTOR * memory_ops.wall_ms + HOLD_MARGIN_MS if dev.kind == "cuda" else 0.0
     started = time.perf_counter()

@@ -1,6 +1,8 @@
 """Models whose tensors are not all plain strided ones, or that PyTorch runs differently under
-a dispatch mode, as users write them: sparse embedding gradients with ``SparseAdam``, a sparse
-adjacency matrix as an input (a GCN layer), an RNN over a packed sequence.
+the profiler's instrumentation, as users write them: sparse embedding gradients with
+``SparseAdam``, a sparse adjacency matrix as an input (a GCN layer), an RNN over a packed
+sequence, per-sample gradients with ``torch.func`` (DP-SGD; ``grad`` refuses saved-tensor
+hooks, which raised out of the memory run before).
 
 Before ``torch_private.storage_parts`` the first two raised ``NotImplementedError: Cannot access
 storage of SparseTensorImpl`` from the peak tracker; a sparse tensor's memory is its index and
@@ -170,3 +172,38 @@ def test_a_packed_sequence_rnn_explains_what_the_dispatch_mode_adds() -> None:
     report = profile(Tagger, inputs, iteration_of, batch_size=16, device="cpu", predict=False)
     _consistent(report)
     assert report.categories[Category.UNTRACKED] < 0  # torch 2.13: +542 KB under any mode
+
+
+def test_per_sample_gradients_with_torch_func_are_profiled_without_saved_tensor_hooks() -> None:
+    from torch.func import functional_call, grad, vmap
+
+    def model() -> nn.Module:
+        return nn.Sequential(nn.Linear(64, 128), nn.Tanh(), nn.Linear(128, 10))
+
+    def inputs(batch_size: int = 32) -> tuple:
+        return torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
+
+    def iteration_of(net: nn.Module):
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+
+        def loss_of_one(params, x, y):
+            return F.cross_entropy(functional_call(net, params, (x[None],)), y[None])
+
+        per_sample = vmap(grad(loss_of_one), in_dims=(None, 0, 0))
+
+        def iteration(x, y):  # DP-SGD: clip each sample's gradient, average, add noise
+            params = {name: p.detach() for name, p in net.named_parameters()}
+            grads = per_sample(params, x, y)
+            for name, p in net.named_parameters():
+                g = grads[name]
+                norms = g.flatten(1).norm(dim=1).clamp(min=1.0)
+                p.grad = (g / norms.view(-1, *[1] * (g.dim() - 1))).mean(0)
+                p.grad += 0.01 * torch.randn_like(p)
+            optimizer.step()
+            optimizer.zero_grad()
+        return iteration
+
+    report = profile(model, inputs, iteration_of, batch_size=32, device="cpu", predict=False)
+    _consistent(report)
+    assert any("torch.func" in w for w in report.warnings)
+    assert report.categories[Category.ACTIVATIONS] > 0
