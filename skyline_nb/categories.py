@@ -180,6 +180,12 @@ class Categories(Mapping[str, int]):
             raise ValueError(f"{rest!r} is the remainder of the peak, not a measurement")
         return cls.of({**measured, rest: peak_bytes - sum(measured.values())})
 
+    def with_peak(self, peak_bytes: int) -> Categories:
+        """The same measured categories at another peak: the remainder takes the difference."""
+        measured = sum(size for spec, size in self._entries if not spec.remainder)
+        return Categories((spec, peak_bytes - measured if spec.remainder else size)
+                          for spec, size in self._entries)
+
     @classmethod
     def from_json(cls, value: Any) -> Categories:
         """Read ``to_json()``'s list; a dict of bytes by key (reports written before they

@@ -118,6 +118,8 @@ class WarmTrial:
     user_phases: dict[str, int] = field(default_factory=dict)
     phases_at: dict[int, dict[str, int]] = field(default_factory=dict)
     last_inputs: tuple[int, Inputs] | None = None  # peak_at's, until time_at takes them
+    # the memory run's step peak at the user's batch, under its dispatch modes (None: not run)
+    tracked_step_peak: int | None = None
 
     def peak_at(self, batch_size: int, categorize: bool = True) -> int:
         """Peak bytes of one iteration at ``batch_size``, and what was alive then

@@ -39,6 +39,7 @@ class MemoryRun:
     flops: FlopTracker
     value: Any
     timeline: list[tuple[str, int | None, int]]  # (phase, op index, tracked bytes) per op
+    step_peak: int  # what the iteration allocated at its peak, under the trackers
 
 
 def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs,
@@ -92,7 +93,7 @@ def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inp
     finally:
         tracker.close()
     ops.finish()
-    return MemoryRun(ops, saved, peak, flops, value, tracker.timeline)
+    return MemoryRun(ops, saved, peak, flops, value, tracker.timeline, added)
 
 
 # "other" below this share of the peak is rounding between two measurements of one iteration

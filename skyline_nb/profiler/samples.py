@@ -17,6 +17,7 @@ from skyline_nb.models.curve import TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
+from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.sample_plan import sample_curve
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE
@@ -89,6 +90,31 @@ def sample_sizes(
         )
     phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
     return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases)
+
+
+def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> None:
+    """Measure the peaks above the user's batch again without the peak tracker, where a
+    dispatch mode changes what this model allocates.
+
+    Those sizes were measured under the tracker (for what was alive at their peaks). For most
+    models a dispatch mode changes nothing (the examples: exact to the byte); a GRU over a
+    packed sequence copies its weights at every time step under any mode, and its samples came
+    out 8–13 % above a plain iteration's peak. The memory run tells: its step peak at the
+    user's batch, under its modes, against the plain one."""
+    tracked, user = warm.tracked_step_peak, warm.user
+    if tracked is None or abs(tracked - warm.user_step_peak) <= OTHER_ROUNDING * user.peak_bytes:
+        return
+    for n in [n for n in sampled.peaks if n > user.batch_size]:
+        reporter.stage(f"measuring memory at batch size {n} again", 2 * n / user.batch_size)
+        try:
+            sampled.peaks[n] = warm.peak_at(n, categorize=False)
+        except warm.device.oom_types:
+            continue
+        if n in warm.phases_at and sampled.phases:
+            sampled.phases[n] = warm.phases_at[n]
+        if n in sampled.categories:
+            sampled.categories[n] = sampled.categories[n].with_peak(sampled.peaks[n])
+    warm.last_inputs = None
 
 
 def fitted(

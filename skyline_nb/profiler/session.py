@@ -52,7 +52,7 @@ from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.roofline import roofline
-from skyline_nb.profiler.samples import fitted, sample_sizes
+from skyline_nb.profiler.samples import fitted, sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
 from skyline_nb.profiler.tree import TreeInputs, build_tree
@@ -145,6 +145,7 @@ def profile(
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.samples = [level1.sample()]
             if sampled is not None:
+                untracked_peaks(warm, sampled, reporter)
                 report.samples, report.models = fitted(level1, sampled, dev, report.categories)
         finally:
             del warm
@@ -189,6 +190,7 @@ def _instrumented(
     params = unique_parameters(model)
     reporter.stage("measuring memory at the peak and what each op saves", 2)
     run = memory_run(trial, dev, user_code, warm.user_inputs, warnings)
+    warm.tracked_step_peak = run.step_peak
     memory_ops, value = run.ops, run.value
     hold = HOLD_FACTOR * memory_ops.wall_ms + HOLD_MARGIN_MS if dev.kind == "cuda" else 0.0
     started = time.perf_counter()

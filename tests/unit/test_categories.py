@@ -141,3 +141,12 @@ def test_categories_are_built_from_measurements_with_the_remainder_last() -> Non
         Categories.of({"staging": 1})
     with pytest.raises(ValueError, match="#rrggbb"):
         CategorySpec("inputs", "inputs", True, "green")
+
+
+def test_with_peak_keeps_what_was_measured_and_moves_the_remainder() -> None:
+    measured = {Category.WEIGHTS: 100, Category.ACTIVATIONS: 50}
+    at_200 = Categories.at_peak(200, measured)
+    at_120 = at_200.with_peak(120)
+    assert at_120 == Categories.at_peak(120, measured)
+    assert at_120[Category.UNTRACKED] == -30 and sum(at_120.values()) == 120
+    assert at_120.specs == at_200.specs
