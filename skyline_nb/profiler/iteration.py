@@ -47,6 +47,7 @@ from skyline_nb.profiler.providers import (
 from skyline_nb.profiler.step_peak import (
     MeasuredStep,
     allocator_events,
+    gc_paused,
     mark,
     measured_from,
     measured_step,
@@ -285,7 +286,7 @@ def _tracked_warmup(
     reported when allocated.
     """
 
-    with allocator_events() as allocator:
+    with allocator_events() as allocator, gc_paused():
         use_tracker = allocator is None or device.memory_budget is not None
         tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
         try:

@@ -3,7 +3,7 @@ example models do not: sparse tensors, RNNs over packed sequences, ``torch.func`
 two optimizers and a double backward, frozen layers, closures run by the optimizer, complex
 numbers, parametrized and lazy layers, activation checkpointing, the user's own saved-tensor
 hooks. Each ``NAME()`` returns the three providers; ``ALL`` names them for the tests
-(``test_profiler_unusual_tensors.py``) and ``benchmarks/user_models.py``.
+(``test_profiler_unusual_tensors.py``) and ``benchmarks/user_steps.py``.
 """
 
 from __future__ import annotations
