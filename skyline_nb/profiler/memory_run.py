@@ -102,17 +102,19 @@ OTHER_ROUNDING = 0.005
 
 def instrumented_excess(categories: Categories, peak_bytes: int) -> str | None:
     """Why "other" is negative, when it is beyond rounding: the categories come from the memory
-    run, and a Python dispatch mode (any: a no-op one does it too) makes some ops allocate
-    differently. Seen: a GRU over a packed sequence copies its weights at every time step under
-    a mode (+72 blocks of 554 KiB; its peak 542 KB, 8 %, above the plain iteration's); sparse
+    run, whose iteration is not the plain one. A step whose work is random (a stochastic depth:
+    −673 KiB), or a Python dispatch mode (any: a no-op one does it too) making some ops allocate
+    differently: a GRU over a packed sequence copies its weights at every time step under a
+    mode (+72 blocks of 554 KiB; its peak 542 KB, 8 %, above the plain iteration's); sparse
     gradients 20–42 KB."""
     other = categories[Category.UNTRACKED]
     if other >= -OTHER_ROUNDING * peak_bytes:
         return None
     return (f"at its peak the instrumented iteration held {format_bytes(-other)} more than the "
-            "plain one: under the profiler's dispatch mode PyTorch runs some ops differently "
-            "(e.g. an RNN over a packed sequence copies its weights at every step); the memory "
-            "categories describe the instrumented iteration, so \"other\" is negative by that much")
+            "plain one: its work differs from step to step (e.g. a random depth), or PyTorch "
+            "runs some ops differently under the profiler's dispatch mode (e.g. an RNN over a "
+            "packed sequence copies its weights at every step); the memory categories describe "
+            "the instrumented iteration, so \"other\" is negative by that much")
 
 
 @contextmanager

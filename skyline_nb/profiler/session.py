@@ -49,6 +49,7 @@ from skyline_nb.profiler.memory_run import (
 from skyline_nb.profiler.operations import OperationTracker, merge_median
 from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
+from skyline_nb.profiler.prints import held_prints
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.roofline import roofline
@@ -126,7 +127,7 @@ def profile(
         with origins:  # where each parameter was created, for the weights' source lines
             return build_trial(providers, size, dev)
 
-    with isolated(dev):
+    with isolated(dev), held_prints() as prints:
         try:
             reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(
@@ -149,6 +150,7 @@ def profile(
                 report.samples, report.models = fitted(level1, sampled, dev, report.categories)
         finally:
             del warm
+    warnings.extend(filter(None, [prints.warning()]))
     reporter.finish()
     return report
 

@@ -1,0 +1,52 @@
+"""An iteration that prints is profiled without its prints flooding the output (it runs dozens
+of times), the report says what was held back, and a failing profile shows them after all."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from skyline_nb.profiler.errors import ProviderError
+from skyline_nb.profiler.session import profile
+
+
+def _providers(fail_at: int | None = None) -> tuple:
+    def model() -> nn.Module:
+        return nn.Linear(8, 2)
+
+    def inputs(batch_size: int = 16) -> tuple:
+        return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
+
+    def iteration_of(net: nn.Module):
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+        steps = [0]
+
+        def iteration(x, y) -> None:
+            steps[0] += 1
+            print(f"step {steps[0]}: loss computed")
+            if steps[0] == fail_at:
+                raise ValueError("shapes went wrong")
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(net(x), y).backward()
+            optimizer.step()
+        return iteration
+    return model, inputs, iteration_of
+
+
+def test_prints_are_held_back_and_summarized(capsys) -> None:
+    print("before")
+    report = profile(*_providers(), device="cpu")
+    print("after")
+    assert capsys.readouterr().out == "before\nafter\n"
+    held = [w for w in report.warnings if w.startswith("the iteration printed")]
+    assert len(held) == 1
+    assert " lines while it was profiled" in held[0]
+    assert held[0].endswith(": loss computed") and "the last: step " in held[0]
+
+
+def test_a_failing_profile_shows_what_the_iteration_printed(capsys) -> None:
+    with pytest.raises(ProviderError, match="shapes went wrong"):
+        profile(*_providers(fail_at=3), device="cpu")
+    printed = capsys.readouterr().out
+    assert printed == "".join(f"step {k}: loss computed\n" for k in (1, 2, 3))
