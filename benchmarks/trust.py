@@ -39,11 +39,12 @@ HELD_OUT = (1.5, 2.0, 3.0, 4.0)
 WARMUP = 8
 
 
-def plain_median(module: object, batch: int, iterations: int) -> float:
+def plain_median(providers: tuple, batch: int, iterations: int) -> float:
     """Median wall time of single iterations of a warm model, as a training loop runs them."""
-    model = module.skyline_model_provider()
-    step = module.skyline_iteration_provider(model)
-    inputs = module.skyline_input_provider(batch)
+    model_provider, input_provider, iteration_provider = providers
+    model = model_provider()
+    step = iteration_provider(model)
+    inputs = input_provider(batch)
     for _ in range(WARMUP):  # fewer left first-touch page faults in the median (CNN +25 %)
         step(*inputs)
     times = []
@@ -60,13 +61,11 @@ def fresh_peak(providers: tuple, batch: int) -> int:
     return measure_iteration(*providers, batch, "cpu").peak_bytes
 
 
-def one_round(module: object, batch: int, iterations: int) -> dict[str, float]:
+def one_round(providers: tuple, batch: int, iterations: int) -> dict[str, float]:
     import skyline_nb
     from skyline_nb.report_checks import impossible_values
 
-    providers = (module.skyline_model_provider, module.skyline_input_provider,
-                 module.skyline_iteration_provider)
-    truth = plain_median(module, batch, iterations)
+    truth = plain_median(providers, batch, iterations)
     start = time.perf_counter()
     report = skyline_nb.profile(*providers, batch_size=batch, device="cpu")
     wall_ms = (time.perf_counter() - start) * 1e3
@@ -83,7 +82,7 @@ def one_round(module: object, batch: int, iterations: int) -> dict[str, float]:
     models = report.models
     if models is not None and models.time is not None and models.can_manipulate:
         sizes = [round(f * batch) for f in HELD_OUT]
-        row["truths"].update({n: plain_median(module, n, iterations) for n in sizes})
+        row["truths"].update({n: plain_median(providers, n, iterations) for n in sizes})
         errors = [abs(models.predict_iteration_ms(n) / row["truths"][n] - 1) for n in sizes]
         memory = [abs(models.predict_peak_bytes(n) / fresh_peak(providers, n) - 1)
                   for n in sizes]
@@ -142,7 +141,7 @@ def main() -> None:
                          module.skyline_iteration_provider)
             skyline_nb.profile(*providers, batch_size=8, device="cpu")  # warm the process
             for batch in args.batches:
-                rows = [one_round(module, batch, args.plain) for _ in range(args.rounds)]
+                rows = [one_round(providers, batch, args.plain) for _ in range(args.rounds)]
                 print(f"| {name} | {batch} | {summary(rows, 'iter')} | "
                       f"{summary(rows, 'untracked')} | {summary(rows, 'pred')} | "
                       f"{summary(rows, 'mem')} | {noise(rows)} | {summary(rows, 'cost')} | "

@@ -29,32 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit")]
 
-WARMUP, PLAIN = 5, 11
-
-
-def plain_ms(providers: tuple, batch: int) -> float:
-    """Median wall time of single iterations of a warm model, as a training loop runs them."""
-    model_provider, input_provider, iteration_provider = providers
-    model = model_provider()
-    step = iteration_provider(model)
-    inputs = input_provider(batch)
-    for _ in range(WARMUP):
-        step(*inputs)
-    times = []
-    for _ in range(PLAIN):
-        start = time.perf_counter()
-        step(*inputs)
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+PLAIN = 11
 
 
 def one_round(providers: tuple, batch: int) -> dict[str, float]:
+    from trust import plain_median
+
     import skyline_nb
     from skyline_nb.categories import Category
     from skyline_nb.profiler.prepare import measure_iteration
     from skyline_nb.report_checks import impossible_values
 
-    truth = plain_ms(providers, batch)
+    truth = plain_median(providers, batch, PLAIN)
     start = time.perf_counter()
     report = skyline_nb.profile(*providers, batch_size=batch, device="cpu")
     wall_ms = (time.perf_counter() - start) * 1e3
@@ -63,8 +49,8 @@ def one_round(providers: tuple, batch: int) -> dict[str, float]:
     models = report.models
     double = float("nan")
     if models is not None and models.time is not None and models.can_manipulate:
-        double = 100 * (models.predict_iteration_ms(2 * batch) / plain_ms(providers, 2 * batch)
-                        - 1)
+        plain = plain_median(providers, 2 * batch, PLAIN)
+        double = 100 * (models.predict_iteration_ms(2 * batch) / plain - 1)
     return {
         "iter": 100 * (report.iteration_ms / truth - 1),
         "untracked": 100 * report.untracked_ms / report.iteration_ms,
