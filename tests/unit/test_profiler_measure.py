@@ -136,13 +136,7 @@ def test_reconciling_a_busy_machine_is_bounded_by_the_first_pass(monkeypatch):
         ops.scale(100.0 * len(calls) / ops.ops_ms())  # busy in changing ways: 100, 200, 300 ms
         return ops, starved
 
-    real_retime = session._retime_headline
-    monkeypatch.setattr(session, "_op_times", slow_op_times)
-    monkeypatch.setattr(session, "_consistent", lambda level1, ops: False)
-    monkeypatch.setattr(session, "_retime_headline",
-                        lambda *a: (retimes.append(1), real_retime(*a)))
-    report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
-                     mlp.skyline_iteration_provider, batch_size=8, device="cpu", predict=False)
+    report = _never_consistent(monkeypatch, slow_op_times, retimes)
     assert report.iteration_ms > 0
     # first pass + passes started before the deadline (2 × the first pass later): 3, not 7
     assert len(calls) <= 2 + session.RECONCILE_SHARE < 1 + session.RECONCILE_ATTEMPTS
@@ -155,7 +149,7 @@ def test_two_quiet_passes_alike_end_reconciling(monkeypatch):
     with the first, the headline is timed once more and the profile goes on."""
     from skyline_nb.profiler import session
 
-    real_op_times, real_retime = session._op_times, session._retime_headline
+    real_op_times = session._op_times
     calls, retimes = [], []
 
     def systematic_op_times(*args, **kwargs):
@@ -164,15 +158,24 @@ def test_two_quiet_passes_alike_end_reconciling(monkeypatch):
         ops.scale(100.0 / ops.ops_ms())  # every quiet pass 100 ms: the same excess
         return ops, False
 
-    monkeypatch.setattr(session, "_op_times", systematic_op_times)
-    monkeypatch.setattr(session, "_consistent", lambda level1, ops: False)
-    monkeypatch.setattr(session, "_retime_headline",
-                        lambda *a: (retimes.append(1), real_retime(*a)))
-    report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
-                     mlp.skyline_iteration_provider, batch_size=8, device="cpu", predict=False)
+    report = _never_consistent(monkeypatch, systematic_op_times, retimes)
     assert impossible_values(report) == [], report.warnings
     assert (len(calls), len(retimes)) == (2, 1)
     assert any("op times are scaled to the step" in w for w in report.warnings)
+
+
+def _never_consistent(monkeypatch, op_times, retimes: list) -> object:
+    """Profile the example MLP with ``op_times`` for the instrumented passes, Σ ops never
+    taken as consistent with the headline, and each headline re-time appended to ``retimes``."""
+    from skyline_nb.profiler import session
+
+    real_retime = session._retime_headline
+    monkeypatch.setattr(session, "_op_times", op_times)
+    monkeypatch.setattr(session, "_consistent", lambda level1, ops: False)
+    monkeypatch.setattr(session, "_retime_headline",
+                        lambda *a: (retimes.append(1), real_retime(*a)))
+    return profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
+                   mlp.skyline_iteration_provider, batch_size=8, device="cpu", predict=False)
 
 
 def test_op_times_a_busier_machine_inflated_are_scaled_to_the_headline(monkeypatch):
