@@ -319,5 +319,13 @@ def fit_time(xs: Sequence[float], ys: Sequence[float], tolerance: float = TOLERA
     return min((c for _, c in ranked), key=_squared_error)  # flat is always valid
 
 
+def flat_time(xs: Sequence[float], ys: Sequence[float]) -> Curve:
+    """The flat curve through the samples: their mean time (each size weighing once), as
+    ``fit_time`` draws a ``flat`` shape."""
+    x, y = _points(xs, ys)
+    _, gy = _groups(x, y)
+    return _finish([Line(0.0, float(gy.mean()))], FLAT, x, y)
+
+
 def _squared_error(curve: Curve) -> float:
     return float(np.sum(np.square(curve.residuals)))

@@ -17,18 +17,35 @@ understands) when:
   the large sizes, so the user's own (small) batch can be 20× off a line with R² = 0.9998 (a
   fast first sample and stalled larger ones) and the maximum throughput would sit far below
   the measured one. A line forced through the origin far from the samples fails here too.
+
+Except where the samples show no growth at all over a wide range (``_no_growth``: at least
+``NOISY_FLAT_SIZES`` sizes spanning ``NOISY_FLAT_RANGE``×, the least-squares line's slope
+within ``GROWTH_T`` standard errors of 0) and scatter within ``MAX_NOISY_FLAT_SPREAD`` of
+their mean: then the curve is flat, as issue 15 asks ("no refusal for flat time"). A
+launch-bound LSTM on an H100 host read 5.8–7.6 ms from batch 4 to 128 (the host launching its
+kernels at a pace that moved ±12 % between samples) and all three profiles refused it, hiding
+the one thing a user needs to know: a larger batch costs no more time there. ``flat_spread``
+says how far such samples scatter, for the report to say so.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.curve import FLAT, MIN_R2, TOLERANCE, Curve
+from skyline_nb.models.curve import FLAT, MIN_R2, TOLERANCE, Curve, flat_time
 from skyline_nb.models.curve import fit_time as fit_curve
+from skyline_nb.models.fit import LinearFit
 
 MAX_OFF_FACTOR = 1.25
 MAX_FLAT_SPREAD = 0.10
+# No growth over a wide range: at least this many sizes, the largest this many times the
+# smallest (a CPU MLP's 4–64 scatter ±15 % around a real growth of 30 %, t = 1.98: four
+# sizes are too few), the line's slope under GROWTH_T standard errors, and
+# every sample within this of the flat curve (within MAX_OFF_FACTOR of it: 1/0.8 = 1.25).
+NOISY_FLAT_SIZES, NOISY_FLAT_RANGE, GROWTH_T = 5, 16.0, 2.0
+MAX_NOISY_FLAT_SPREAD = 0.20
 
 
 def fit_time(
@@ -36,7 +53,31 @@ def fit_time(
 ) -> tuple[Curve, list[str]]:
     """The time curve to predict with, and why it cannot be trusted (empty when it can)."""
     curve = fit_curve(xs, ts, tolerance)
-    return curve, _scatter(xs, ts, curve)
+    problems = _scatter(xs, ts, curve)
+    if problems and _no_growth(xs, ts):
+        flat = flat_time(xs, ts)
+        if flat_spread(flat) <= MAX_NOISY_FLAT_SPREAD:
+            return flat, []
+    return curve, problems
+
+
+def flat_spread(curve: Curve) -> float:
+    """How far (relative) the samples of a flat curve lie from it, at most."""
+    level = curve(1.0)
+    return max(abs(r) for r in curve.residuals) / level if curve.residuals else 0.0
+
+
+def _no_growth(xs: Sequence[float], ts: Sequence[float]) -> bool:
+    """Whether the samples span a wide range of sizes and show no growth over it: the
+    least-squares line's slope is within ``GROWTH_T`` of its standard errors from 0."""
+    sizes = sorted(set(xs))
+    if len(sizes) < NOISY_FLAT_SIZES or sizes[-1] < NOISY_FLAT_RANGE * sizes[0]:
+        return False
+    line = LinearFit.fit(xs, ts)
+    mean = sum(xs) / len(xs)
+    spread_x = sum((x - mean) ** 2 for x in xs)
+    error = math.sqrt(sum(r * r for r in line.residuals) / (len(xs) - 2) / spread_x)
+    return line.slope <= GROWTH_T * error
 
 
 def _scatter(xs: Sequence[float], ts: Sequence[float], curve: Curve) -> list[str]:

@@ -13,8 +13,9 @@ import statistics
 from dataclasses import dataclass
 
 from skyline_nb.categories import Categories
-from skyline_nb.models.curve import TOLERANCE
+from skyline_nb.models.curve import FLAT, TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
+from skyline_nb.models.trust import MAX_FLAT_SPREAD, flat_spread
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
@@ -118,10 +119,12 @@ def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> No
 
 
 def fitted(
-    level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories
+    level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories,
+    warnings: list[str],
 ) -> tuple[list[Sample], PerformanceModels]:
     """The samples at the final headline (each its ratio of it), with what was alive at each
-    one's peak, and the lines through them."""
+    one's peak, and the lines through them; a flat time taken despite its samples' scatter
+    (``trust.fit_time``) gets a warning saying how uncertain it is."""
     first = level1.sample()
     first.categories = dict(categories)
     first.peak_by_phase = dict(sampled.phases.get(first.batch_size, {}))
@@ -144,4 +147,17 @@ def fitted(
         tolerance=sampled.tolerance,
         peak_phases=[s.peak_by_phase for s in samples],
     )
+    warnings.extend(filter(None, [flat_noise_warning(models)]))
     return samples, models
+
+
+def flat_noise_warning(models: PerformanceModels) -> str | None:
+    """What a flat time taken despite its samples' scatter (``trust.fit_time``) means for the
+    predictions; None for any other curve."""
+    time = models.time
+    if time is None or time.shape != FLAT or flat_spread(time) <= MAX_FLAT_SPREAD:
+        return None
+    low, high = models.measured_range or (0, 0)
+    return (f"the iteration time does not grow from batch size {low} to {high} (launch-bound), "
+            f"but its samples vary by up to {flat_spread(time):.0%} around it: predicted times "
+            "are that uncertain; re-profile when the machine is quieter")

@@ -152,7 +152,8 @@ def profile(
             report.samples = [level1.sample()]
             if sampled is not None:
                 untracked_peaks(warm, sampled, reporter)
-                report.samples, report.models = fitted(level1, sampled, dev, report.categories)
+                report.samples, report.models = fitted(
+                    level1, sampled, dev, report.categories, warnings)
         finally:
             del warm
     warnings.extend(filter(None, [prints.warning()]))

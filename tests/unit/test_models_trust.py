@@ -13,6 +13,7 @@ import pytest
 from skyline_nb.models.fit import LinearFit
 from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
 from skyline_nb.models.trust import MIN_R2, fit_time
+from skyline_nb.profiler.samples import flat_noise_warning
 
 GIB = 1 << 30
 SIZES = [16, 32, 64]
@@ -161,3 +162,41 @@ def test_a_busy_machine_never_turns_noise_into_a_shape() -> None:
     assert fit_time([8, 16, 32], flat_then_rise)[0].shape == "convex"
     line, problems = fit_time([8, 16, 32], flat_then_rise, tolerance=0.10)
     assert line.shape == "line" and any("R²" in p for p in problems)
+
+
+# An LSTM launch-bound on an H100 host (BENCHMARKS.md, session 14): 4–128 flat, the host's pace
+# moving ±12 % between samples; all three profiles refused it before.
+NOISY_SIZES = [4, 8, 16, 32, 64, 128]
+NOISY_FLAT = [5.84, 7.20, 6.60, 7.40, 6.90, 7.56]
+
+
+def test_flat_times_that_scatter_over_a_wide_range_are_launch_bound_not_refused() -> None:
+    models = fitted(NOISY_FLAT, NOISY_SIZES)
+    assert models.can_manipulate, models.reason
+    assert models.time.shape == "flat" and models.launch_bound_up_to == 128
+    assert models.predict_iteration_ms(100) == pytest.approx(sum(NOISY_FLAT) / 6)
+    assert models.max_batch_size() <= 2 * 128  # flat: "up to at least 128", little beyond
+    assert models.max_throughput >= models.measured_max_throughput
+    warning = flat_noise_warning(models)
+    assert "from batch size 4 to 128 (launch-bound)" in warning and "up to 16%" in warning
+    # a flat time within the usual tolerance needs no such sentence
+    assert flat_noise_warning(fitted([7.0, 7.1, 6.95, 7.05, 7.0, 7.02], NOISY_SIZES)) is None
+
+
+@pytest.mark.parametrize(
+    ("sizes", "times"),
+    [
+        # too few sizes or too narrow a range to tell scatter from a slow growth: a CPU MLP
+        # of 0.6 ms, 4–64, whose time really grows 30 % (t = 1.98)
+        ([4, 16, 32, 64], [0.867, 1.039, 1.171, 1.162]),
+        ([8, 12, 16, 32, 64], NOISY_FLAT[:5]),  # five sizes over 8×
+        # a growth the samples do show, however noisy
+        (NOISY_SIZES, [5.0, 5.9, 5.2, 6.6, 6.4, 7.6]),
+        # no growth, but scattered beyond 20 % of the mean
+        (NOISY_SIZES, [4.0, 7.2, 6.6, 7.4, 6.9, 7.6]),
+    ],
+)
+def test_scatter_is_not_called_flat_without_the_evidence(sizes, times) -> None:
+    models = fitted(times, sizes)
+    assert not models.can_manipulate
+    assert flat_noise_warning(models) is None
