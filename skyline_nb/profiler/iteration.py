@@ -29,6 +29,7 @@ with the batch (e.g. the last batch's outputs held by the iteration) is not coun
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,12 +174,21 @@ class WarmTrial:
                              precision)
         return self._sample(batch_size, timing, precision)
 
-    def time_again(self, earlier: SampleTiming, precision: Precision = SAMPLE) -> SampleTiming:
+    def time_again(self, earlier: SampleTiming, precision: Precision = SAMPLE,
+                   expected: float | None = None) -> SampleTiming:
         """``earlier``'s size timed once more, merged with ``earlier``'s iterations: the median
-        of both, so that a few slow iterations in either are outvoted."""
+        of both, so that a few slow iterations in either are outvoted. With ``expected`` (a
+        ratio of the headline: what the curve through the other sizes says here), the one of
+        the first timing, the second and both merged that is closest to it: two timings of one
+        size that disagree are settled by the other sizes, not split (a GPU host's stall slowed
+        a whole 30 ms block 3×, whose iterations would outvote a good block's as often as not)."""
         more = self._timed(self.inputs_for(earlier.batch_size), precision, untimed=1)
         timing = Timing(earlier.timing.ms + more.ms, earlier.timing.waited + more.waited)
-        return self._sample(earlier.batch_size, timing, precision)
+        merged = self._sample(earlier.batch_size, timing, precision)
+        if expected is None or expected <= 0:
+            return merged
+        again = self._sample(earlier.batch_size, more, precision)
+        return min((merged, earlier, again), key=lambda s: abs(math.log(s.ratio / expected)))
 
     def _timed(self, inputs: Inputs, precision: Precision, untimed: int = 0) -> Timing:
         """Iterations on ``inputs``, after ``untimed`` ones (new input tensors: the first

@@ -27,10 +27,15 @@ only where the samples ask for it and the time budget allows:
 - a curve that cannot be trusted may spend ``RESCUE_SHARE`` of the budget beyond it: a refused
   curve costs the user the drag, more than a few iterations do. First on the wider range
   above; where the range cannot grow (the reach, memory or that allowance), the sample
-  furthest from the curve is timed once more (``retime``: its iterations merged with the
-  first ones), each at most once: a sample is 2–3 iterations, and on a shared machine two of
-  them can both sit 20–40 % off (an LSTM's ½× read 25.4 ms beside 22.9 ms at the user's 16;
-  a plain loop: 18 and 21 ms).
+  furthest from the curve is timed once more (``retime``, told what the curve through the
+  other sizes expects there: ``WarmTrial.time_again`` keeps whichever of its two timings, or
+  both merged, agrees with them), each at most once: a sample is 2–3 iterations, and on a
+  shared machine two of them can both sit 20–40 % off (an LSTM's ½× read 25.4 ms beside
+  22.9 ms at the user's 16; a plain loop: 18 and 21 ms). The first such retime may go beyond
+  that allowance when it costs under ``CHEAP_RETIME`` of the budget: on a GPU a sample is
+  timed over ≥ 30 ms, the samples alone spend the budget, and one stalled block refused the
+  example CNN's curve in 2 of 3 profiles on an H100 (its 16 read 9.42 ms, 3.2 ms in the
+  others; BENCHMARKS.md, session 14) for want of one more ~30 ms block.
 
 Each ``measure(n)`` measures the peak at n and then times n in a block of its own, its first
 iteration (the one that faults new memory in) being the peak's. Imports no torch: the profiler
@@ -45,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from skyline_nb.models.curve import FLAT, Curve
+from skyline_nb.models.curve import fit_time as fit_curve
 from skyline_nb.models.trust import fit_time
 from skyline_nb.profiler.sampling import choose_sizes, memory_max
 
@@ -57,6 +63,7 @@ CHEAP_MS = 5.0
 # A size closer than this factor to the largest measured adds too little to extend the range.
 MIN_STEP = 1.25
 RESCUE_SHARE = 0.5
+CHEAP_RETIME = 0.25
 
 
 @dataclass
@@ -79,11 +86,12 @@ def sample_curve(
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
     tolerance: float,
     budget_ms: float,
-    retime: Callable[[int], float] | None = None,
+    retime: Callable[[int, float | None], float] | None = None,
 ) -> Samples:
     """Measure 2× and ½× the user's batch, then extend as the module says; never raises for
-    an out-of-memory (``oom_errors``), which ends the extension. ``retime(n)``: n's time after
-    more iterations there (None: samples are never timed again)."""
+    an out-of-memory (``oom_errors``), which ends the extension. ``retime(n, expected)``: n's
+    time after more iterations there, ``expected`` the time the other sizes' curve says (None:
+    samples are never timed again)."""
     found = Samples({user: user_peak}, {user: user_ms})
     start = time.perf_counter()
 
@@ -109,9 +117,12 @@ def sample_curve(
         if target is None or spent_ms + _cost(found, user_ms, target) > allowed_ms:
             again = (_most_off(found, curve, user, retimed)
                      if untrusted and retime is not None else None)
-            if again is None or spent_ms + _cost(found, user_ms, again) > allowed_ms:
+            if again is None:
                 break
-            found.times[again] = retime(again)
+            cost = _cost(found, user_ms, again)
+            if spent_ms + cost > allowed_ms and (retimed or cost > CHEAP_RETIME * budget_ms):
+                break
+            found.times[again] = retime(again, _expected(found, again, tolerance))
             retimed.add(again)
             continue
         try:
@@ -163,6 +174,14 @@ def _most_off(found: Samples, curve: Curve, user: int, retimed: set[int]) -> int
     relative, not yet timed again; None when every one was."""
     left = [n for n in found.peaks if n != user and n not in retimed]
     return max(left, key=lambda n: abs(found.times[n] / curve(n) - 1), default=None)
+
+
+def _expected(found: Samples, size: int, tolerance: float) -> float | None:
+    """The time at ``size`` on the curve through the other measured sizes (None: too few)."""
+    others = sorted(n for n in found.peaks if n != size)
+    if len(others) < 2:
+        return None
+    return fit_curve(others, [found.times[n] for n in others], tolerance)(size)
 
 
 def _cost(found: Samples, user_ms: float, size: int) -> float:

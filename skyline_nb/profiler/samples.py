@@ -72,9 +72,10 @@ def sample_sizes(
         timings[n] = warm.time_at(n, precision)
         return peak, timings[n].ratio * first.iteration_ms
 
-    def retime(n: int) -> float:
+    def retime(n: int, expected_ms: float | None) -> float:
         reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user)
-        timings[n] = warm.time_again(timings[n], precision)
+        expected = None if expected_ms is None else expected_ms / first.iteration_ms
+        timings[n] = warm.time_again(timings[n], precision, expected)
         return timings[n].ratio * first.iteration_ms
 
     tolerance = tolerance_of(first)
