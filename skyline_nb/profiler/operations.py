@@ -33,6 +33,7 @@ BENCHMARKS.md ("Profiler").
 from __future__ import annotations
 
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +43,7 @@ from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH
 from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.compiled import COMPILED_MODULE_WARNING
 from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.stacks import UserCode
@@ -157,6 +159,7 @@ class OperationTracker:
         self._optimizer_depth = 0
         self._handles: list[Any] = []
         self._mode: _OpMode | None = None
+        self._quiet: warnings.catch_warnings | None = None
         self._last_forward: int | None = None
         self._started = 0
         self._timer_factory = device.timer
@@ -272,6 +275,11 @@ class OperationTracker:
     # ---- context manager ------------------------------------------------------------------
     def __enter__(self) -> OperationTracker:
         try:
+            # Our global module hooks make a compiled module warn at every call that they fire
+            # for it too; they are ours to handle, not the user's to read (compiled.py)
+            self._quiet = warnings.catch_warnings()
+            self._quiet.__enter__()
+            warnings.filterwarnings("ignore", message=COMPILED_MODULE_WARNING)
             self._handles.append(
                 nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
             )
@@ -286,7 +294,7 @@ class OperationTracker:
             self._started = time.perf_counter_ns()
             self._mode.__enter__()
         except BaseException:
-            self._remove_hooks()
+            self._release()
             raise
         return self
 
@@ -296,7 +304,7 @@ class OperationTracker:
                 self._mode.__exit__(*exc)
         finally:
             self._mode = None
-            self._remove_hooks()
+            self._release()
             host_ms = (time.perf_counter_ns() - self._started) / 1e6
             self.device.synchronize()
             # With the queue held, the sync also waits for the spin: the host's time is the one
@@ -307,9 +315,13 @@ class OperationTracker:
             self._stack.clear()
             self._optimizer_depth = 0
 
-    def _remove_hooks(self) -> None:
+    def _release(self) -> None:
+        """Remove the hooks and restore the warning filters."""
         while self._handles:
             self._handles.pop().remove()
+        if self._quiet is not None:
+            self._quiet.__exit__(None, None, None)
+            self._quiet = None
 
     def finish(self) -> None:
         """Read every timer (after the exit's synchronize) into the records; drop timers."""

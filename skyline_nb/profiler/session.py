@@ -25,6 +25,7 @@ import torch
 
 from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
+from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import StartingBatchOOMError
@@ -133,6 +134,7 @@ def profile(
             return build_trial(providers, size, dev)
 
     with isolated(dev), held_prints() as prints:
+        graphs = compiled_graphs()
         try:
             reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(
@@ -145,6 +147,7 @@ def profile(
             ) from exc
         try:
             reporter.iteration_ms = level1.iteration_ms
+            warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
             sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if not level1.converged:
                 warnings.append(_unsettled(level1, dev))

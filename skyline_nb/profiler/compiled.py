@@ -1,0 +1,48 @@
+"""Whether the user's step ran code compiled by ``torch.compile``, and what that means for the
+report.
+
+The headline and the samples time the step as the user runs it: compiled, fused kernels and
+all. The breakdown and the memory categories come from instrumented iterations under Python
+dispatch modes, and under any dispatch mode a compiled module runs its ops one at a time,
+without compilation (checked on torch 2.13: ``aten.t``, ``aten.addmm``, ``aten.gelu`` reach the
+mode). So the per-op times describe the eager step, scaled to the compiled one, and what
+compilation saves in memory shows as a negative "other". A user must be told, not left to
+wonder why their fused model shows unfused ops.
+
+Detected from Dynamo's own counters (graphs compiled while the trial was built and warmed up:
+a fresh model recompiles, whether the user compiled the model or the step) and from compiled
+modules in the model; Dynamo is never imported here (a user who never compiled has not).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+# What a compiled module warns at each call while global module hooks (the profiler's) exist.
+COMPILED_MODULE_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
+COMPILED = (
+    "the step runs code compiled by torch.compile: its time, the samples and the peak are the "
+    "compiled step's, but the per-op breakdown and what was alive at the peak come from its "
+    "ops run one at a time, as PyTorch runs a compiled model under a profiler's dispatch mode: "
+    "fused kernels show as their separate ops, op times are scaled to the compiled step, and "
+    "'other' can be negative by what compilation saves"
+)
+
+
+def compiled_graphs() -> int:
+    """How many graphs Dynamo has compiled in this process so far (0 if it was never used)."""
+    dynamo_utils = sys.modules.get("torch._dynamo.utils")
+    if dynamo_utils is None:
+        return 0
+    return int(dynamo_utils.counters["stats"]["unique_graphs"])
+
+
+def compiled_warning(model: Any, graphs_before: int) -> str | None:
+    """``COMPILED`` when Dynamo compiled a graph since ``graphs_before`` or ``model`` holds a
+    compiled module, else None."""
+    eval_frame = sys.modules.get("torch._dynamo.eval_frame")
+    optimized = getattr(eval_frame, "OptimizedModule", None)
+    modules = model.modules() if hasattr(model, "modules") else []
+    holds = optimized is not None and any(isinstance(m, optimized) for m in modules)
+    return COMPILED if holds or compiled_graphs() > graphs_before else None
