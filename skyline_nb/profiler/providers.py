@@ -52,6 +52,8 @@ class Trial:
     kwargs: dict[str, Any]
     input_tensors: list[torch.Tensor]
     where: str
+    # the function the iteration provider returned (``iteration`` wraps it), for what it keeps
+    user_iteration: Callable[..., Any] | None = None
 
     def step(self) -> Any:
         return self.iteration(*self.args, **self.kwargs)
@@ -245,7 +247,7 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
                 f"the iteration {where} raised {type(exc).__name__}: {exc}"
             ) from exc
 
-    return Trial(model, step, args, kwargs, tensors, where)
+    return Trial(model, step, args, kwargs, tensors, where, iteration)
 
 
 def make_inputs(providers: Providers, batch_size: int, device: Device) -> Inputs:

@@ -29,6 +29,7 @@ from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import StartingBatchOOMError
+from skyline_nb.profiler.held import held_warning
 from skyline_nb.profiler.isolation import isolated
 from skyline_nb.profiler.iteration import (
     IterationResult,
@@ -243,7 +244,8 @@ def _instrumented(
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
     categories = Categories.at_peak(level1.peak_bytes, run.peak.by_category)
-    warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes)]))
+    warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes),
+                                  held_warning(trial, categories)]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0 and not fitted:
