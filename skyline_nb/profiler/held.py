@@ -9,7 +9,8 @@ category names them and they are "other". An EMA copy of an MLP was 17 % of its 
 "other" with no word why. ``held_warning`` says whose bytes they are.
 
 Found where a step keeps them: the closure of the step function, the attributes of the
-object whose method the step is, and a ``functools.partial``'s arguments; one level deep
+object whose method the step is (or of a callable object), and a ``functools.partial``'s
+arguments; one level deep
 (containers of modules included), never the model or its own submodules.
 """
 
@@ -73,13 +74,15 @@ def _tensors(module: nn.Module) -> Iterator[Any]:
 
 
 def _kept(step: Any) -> Iterator[tuple[str, Any]]:
-    """What the step function keeps: closure cells by name, a bound method's object's
-    attributes, a partial's arguments (and what its function keeps)."""
+    """What the step function keeps: closure cells by name, a bound method's (or a callable
+    object's) attributes, a partial's arguments (and what its function keeps)."""
     if isinstance(step, functools.partial):
         yield from ((f"argument {i}", v) for i, v in enumerate(step.args))
         yield from step.keywords.items()
         step = step.func
     owner = getattr(step, "__self__", None)
+    if owner is None and not hasattr(step, "__code__") and hasattr(step, "__dict__"):
+        owner = step  # a callable object: its attributes
     if owner is not None and hasattr(owner, "__dict__"):
         yield from vars(owner).items()
     function = getattr(step, "__func__", step)

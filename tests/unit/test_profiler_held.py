@@ -46,6 +46,8 @@ class Distiller:
         (self.model(x) - self.teacher(x)).pow(2).mean().backward()
         self.opt.step()
 
+    __call__ = step  # the trainer itself can be the step
+
 
 def test_an_ema_of_the_weights_is_named_in_other() -> None:
     report = profile(model_provider, input_provider, ema_iteration_provider, batch_size=16)
@@ -61,8 +63,11 @@ def test_a_teacher_on_the_trainer_is_named_and_the_model_is_not() -> None:
     assert any("Linear 'teacher'" in w for w in report.warnings)
     model = model_provider()
     trainer = Distiller(model)
+    teacher = [("teacher", (64 * 64 + 64) * 4)]
     held = held_modules(Trial(model, trainer.step, (), {}, [], "test", trainer.step))
-    assert [(name, size) for name, _, size in held] == [("teacher", (64 * 64 + 64) * 4)]
+    assert [(name, size) for name, _, size in held] == teacher
+    held = held_modules(Trial(model, trainer, (), {}, [], "test", trainer))
+    assert [(name, size) for name, _, size in held] == teacher
 
 
 def test_a_plain_step_or_a_compiled_wrapper_keeps_nothing_besides_the_model() -> None:
