@@ -25,7 +25,7 @@ from torch import nn
 from skyline_nb.categories import Categories, Category
 from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler.memory import storage_keys, tensor_bytes
-from skyline_nb.profiler.providers import Trial
+from skyline_nb.profiler.providers import Trial, closure_items
 
 
 def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:
@@ -42,9 +42,9 @@ def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:
     inner = {id(m) for _, top in found.values() for m in top.modules() if m is not top}
     seen = storage_keys(_tensors(model))
     held = []
-    for key, (label, module) in found.items():
+    for label, module in (item for key, item in found.items() if key not in inner):
         size = 0
-        for tensor in [] if key in inner else _tensors(module):
+        for tensor in _tensors(module):
             keys = storage_keys([tensor])
             if keys and not keys & seen:
                 seen |= keys
@@ -85,13 +85,7 @@ def _kept(step: Any) -> Iterator[tuple[str, Any]]:
         owner = step  # a callable object: its attributes
     if owner is not None and hasattr(owner, "__dict__"):
         yield from vars(owner).items()
-    function = getattr(step, "__func__", step)
-    names = getattr(getattr(function, "__code__", None), "co_freevars", ())
-    for name, cell in zip(names, getattr(function, "__closure__", None) or (), strict=False):
-        try:
-            yield name, cell.cell_contents
-        except ValueError:  # a cell not filled yet
-            continue
+    yield from closure_items(getattr(step, "__func__", step))
 
 
 def _modules(name: str, value: Any) -> Iterator[tuple[str, nn.Module]]:

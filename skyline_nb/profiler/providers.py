@@ -13,7 +13,7 @@ import copy
 import inspect
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,15 +187,21 @@ def _own_references(item: Any) -> int:
         if id(function) in seen:
             continue
         seen.add(id(function))
-        for cell in getattr(function, "__closure__", None) or ():
-            try:
-                contents = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
+        for _, contents in closure_items(function):
             found += contents is item
             if callable(contents) and hasattr(contents, "__closure__"):
                 functions.append(contents)
     return found
+
+
+def closure_items(function: Any) -> Iterator[tuple[str, Any]]:
+    """(name, value) of each filled cell of a function's closure (none for other objects)."""
+    names = getattr(getattr(function, "__code__", None), "co_freevars", ())
+    for name, cell in zip(names, getattr(function, "__closure__", None) or (), strict=False):
+        try:
+            yield name, cell.cell_contents
+        except ValueError:  # a cell not filled yet
+            continue
 
 
 def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> Any:

@@ -156,9 +156,10 @@ def flat_noise_warning(models: PerformanceModels) -> str | None:
     """What a flat time taken despite its samples' scatter (``trust.fit_time``) means for the
     predictions; None for any other curve."""
     time = models.time
-    if time is None or time.shape != FLAT or flat_spread(time) <= MAX_FLAT_SPREAD:
+    spread = flat_spread(time) if time is not None and time.shape == FLAT else 0.0
+    if spread <= MAX_FLAT_SPREAD:
         return None
     low, high = models.measured_range or (0, 0)
     return (f"the iteration time does not grow from batch size {low} to {high} (launch-bound), "
-            f"but its samples vary by up to {flat_spread(time):.0%} around it: predicted times "
+            f"but its samples vary by up to {spread:.0%} around it: predicted times "
             "are that uncertain; re-profile when the machine is quieter")
