@@ -20,7 +20,12 @@ only where the samples ask for it and the time budget allows:
   of 12 with it, though there the small sizes' own noise, > 1.25× off the curve, still turned
   3 off; the example MLP of 2 ms, quiet: trusted in 12 vs 7 of 16 profiles from 8, 15 vs 11
   from 16; BENCHMARKS.md);
-- where iterations are cheap (under ``CHEAP_MS``), 4× the user's batch, then ¼×;
+- 4× the user's batch where the samples stop below it, then, where iterations are cheap
+  (under ``CHEAP_MS``), ¼×: the drag reaches 8× the largest sample, and memory extrapolated
+  from samples that end at 2× missed a phase's slope change beyond them (an H100
+  Transformer from 32: 16, 32 and 64 measured, memory 1.17 % low on average and 2.05 % at
+  16×; BENCHMARKS.md, session 15). Where the time grew clearly at 2× (the third size was ½×)
+  on a CPU the budget rarely allows it: 4× costs about 19 of the user's iterations;
 - no more than ``budget_ms`` in all: a size whose expected cost (``_cost``) would go beyond it
   is not measured (the caller: a few of the user's iterations, so that the whole profile stays
   within the cost bar; BENCHMARKS.md);
@@ -161,11 +166,10 @@ def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int,
     beyond = sum(n > last_break * (1 + 1e-9) for n in sizes)
     if (untrusted or beyond < 2) and largest < reach:
         return 2 * largest
-    if user_ms < CHEAP_MS:
-        if largest < 4 * user:
-            return 4 * user
-        if smallest > user // 4 >= 1:
-            return user // 4
+    if largest < 4 * user:
+        return 4 * user
+    if user_ms < CHEAP_MS and smallest > user // 4 >= 1:
+        return user // 4
     return None
 
 

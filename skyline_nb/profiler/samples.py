@@ -26,7 +26,12 @@ from skyline_nb.report import Sample
 
 # Sampling other batch sizes may take this many of the user's iterations (at least
 # SAMPLING_FLOOR_MS): with the profile's own ~17, the whole stays near 30 (BENCHMARKS.md).
-SAMPLING_BUDGET, SAMPLING_FLOOR_MS = 13, 250.0
+# On a GPU the rest of a profile takes 50–580 of the user's iterations (op timing, the memory
+# run, building the trial: stage_cost.py on an H100), so sampling may take more of them there:
+# 4× the user's batch of a 10.9 ms Transformer costs ~170 ms beyond its ½× and 2× (a floor of
+# 500 ms instead sent the 4 ms CNN's samples to 16× at 2.9× its profile's cost; the bar is
+# 1.5×).
+SAMPLING_BUDGET, CUDA_SAMPLING_BUDGET, SAMPLING_FLOOR_MS = 13, 45, 250.0
 MAX_TOLERANCE = 0.15
 
 
@@ -82,7 +87,9 @@ def sample_sizes(
     found = sample_curve(
         measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
         oom_errors=dev.oom_types, tolerance=tolerance,
-        budget_ms=max(SAMPLING_BUDGET * first.iteration_ms, SAMPLING_FLOOR_MS), retime=retime)
+        budget_ms=max(first.iteration_ms * (CUDA_SAMPLING_BUDGET if dev.kind == "cuda"
+                                             else SAMPLING_BUDGET), SAMPLING_FLOOR_MS),
+        retime=retime)
     chosen = [timings[n] for n in found.peaks if n != user]
     busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:
