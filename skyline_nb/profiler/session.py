@@ -54,6 +54,7 @@ from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.prints import held_prints
 from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial
+from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import roofline
 from skyline_nb.profiler.samples import fitted, sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
@@ -138,9 +139,8 @@ def profile(
         graphs = compiled_graphs()
         try:
             reporter.stage("building the model and timing an iteration", 7)
-            level1, warm = measure_level1(
-                build, dev, size, inputs_for=warm_inputs(providers, dev),
-                precision=HEADLINE)
+            level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
+                                          inputs_for=warm_inputs(providers, dev))
         except dev.oom_types as exc:
             raise StartingBatchOOMError(
                 f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
@@ -228,9 +228,7 @@ def _instrumented(
         previous_ms = ops.ops_ms()
     fitted = _fit_to_headline(level1, ops, starved, warnings)
     if starved:
-        warnings.append(
-            "the machine was busy while ops were timed: op times may be too high"
-        )
+        warnings.append("the machine was busy while ops were timed: op times may be too high")
     activation_by_op = by_op_of(run.saved.bytes_per_op(), memory_ops, ops)
     weights, weight_bytes, grad_bytes = [], {}, {}
     for name, param in params:
@@ -245,7 +243,8 @@ def _instrumented(
     optimizers = memory_ops.live_optimizers()
     categories = Categories.at_peak(level1.peak_bytes, run.peak.by_category)
     warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes),
-                                  held_warning(trial, categories)]))
+                                  held_warning(trial, categories),
+                                  kept_warning(level1.kept_per_step, level1.peak_bytes)]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0 and not fitted:

@@ -137,3 +137,26 @@ def test_the_inputs_count_once_in_the_peak():
     plain = measure_iteration(mlp.skyline_model_provider, mlp.skyline_input_provider,
                               mlp.skyline_iteration_provider, 256, "cuda").peak_bytes
     assert abs(report.peak_bytes - plain) < inputs / 2, (report.peak_bytes, plain)
+
+
+def test_a_step_that_keeps_its_outputs_is_named_with_their_bytes():
+    """The allocator's counter between warm-up iterations: a step that keeps every
+    iteration's outputs (256 × 10 floats, 10 KiB: a multiple of the allocator's 512-byte
+    blocks) grows by exactly that per iteration; the example's own step keeps nothing."""
+    assert not [w for w in run(mlp, batch_size=256).warnings if "more alive" in w]
+    kept = []
+
+    def iteration_provider(model):
+        step = mlp.skyline_iteration_provider(model)
+
+        def keeping(*args):
+            value = step(*args)
+            kept.append(model(args[0]).detach())
+            return value
+
+        return keeping
+
+    report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
+                     iteration_provider, device="cuda", batch_size=256, predict=False)
+    (said,) = [w for w in report.warnings if "more alive" in w]
+    assert "keeps 10 KiB more" in said, said

@@ -1,0 +1,121 @@
+"""A step that keeps tensors of every iteration (``profiler/retained.py``): its memory grows
+at every step of the user's loop while one iteration's peak looks fine, so the profile says so;
+steps that keep one iteration's worth, or nothing, or make cyclic garbage, are left alone."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_level1_cuda_window import Ledger, ScriptedCuda
+from torch import nn
+
+from skyline_nb.profiler import iteration
+from skyline_nb.profiler.providers import Trial
+from skyline_nb.profiler.retained import MIN_BYTES, kept_per_step, kept_warning
+from skyline_nb.profiler.session import profile
+from skyline_nb.report_checks import impossible_values
+
+KEPT = "more alive than the one before"
+LAST: dict[str, torch.Tensor] = {}
+NUMBERS: list[float] = []
+
+
+def model_provider():
+    return nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def input_provider(batch_size=16):
+    return torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
+
+
+def provider(keep):
+    """An iteration provider whose step hands its loss and outputs to ``keep``."""
+
+    def iteration_provider(model):
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            loss = nn.functional.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            keep(loss, out)
+            return loss
+
+        return step
+
+    return iteration_provider
+
+
+class Cycle:
+    """An object in a reference cycle holding a tensor: garbage only the collector frees."""
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor, self.me = tensor, self
+
+
+def test_outputs_appended_to_a_list_are_named_with_their_bytes_per_iteration() -> None:
+    kept: list[torch.Tensor] = []
+    report = profile(model_provider, input_provider,
+                     provider(lambda loss, out: kept.append(out.detach())), batch_size=64)
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert "keeps 2.50 KiB more" in said  # 64 × 10 floats
+    assert impossible_values(report) == []
+    kept.clear()  # at batch 16 (640 B) under MIN_BYTES: 6 MiB after 10,000 iterations
+    report = profile(model_provider, input_provider,
+                     provider(lambda loss, out: kept.append(out.detach())), batch_size=16)
+    assert not [w for w in report.warnings if KEPT in w]
+
+
+def test_a_forward_hook_that_stores_activations_is_named() -> None:
+    stored: list[torch.Tensor] = []
+
+    def hooked():
+        model = model_provider()
+        model[1].register_forward_hook(lambda module, args, out: stored.append(out))
+        return model
+
+    report = profile(hooked, input_provider, provider(lambda loss, out: None), batch_size=16)
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert "keeps 16 KiB more" in said  # 16 × 256 floats of the ReLU's output every iteration
+
+
+@pytest.mark.parametrize("keep", [
+    lambda loss, out: None,
+    lambda loss, out: LAST.update(out=out),  # the last one only
+    lambda loss, out: Cycle(out.detach().clone()),  # cyclic garbage, every iteration
+    lambda loss, out: NUMBERS.append(loss.item()),
+], ids=["nothing", "the last output", "cyclic garbage", "numbers"])
+def test_steps_that_keep_no_more_each_iteration_are_not_named(keep) -> None:
+    report = profile(model_provider, input_provider, provider(keep), batch_size=16)
+    assert not [w for w in report.warnings if KEPT in w], report.warnings
+
+
+def test_a_leak_is_read_exactly_on_a_cuda_allocator_too() -> None:
+    """CUDA reads the allocator's counter between warm-up iterations (scripted here)."""
+    ledger = Ledger()
+    device = ScriptedCuda(torch.device("cpu"), ledger=ledger)
+    leaked: list[torch.Tensor] = []
+
+    def build() -> Trial:
+        def step():
+            leaked.append(ledger.track(torch.zeros(3000)))  # 12,000 B an iteration
+
+        return Trial(torch.nn.Linear(4, 4), step, (), {}, [], "test")
+
+    result, _ = iteration.measure_level1(build, device, 16)
+    assert result.kept_per_step == 12_000
+
+
+def test_kept_per_step_needs_two_alike_increases_above_the_threshold() -> None:
+    peak = 10_000_000
+    assert kept_per_step([0, 50_000, 100_000], peak) == 50_000
+    assert kept_per_step([0, 50_000, 90_000], peak) == 45_000  # within 25 %
+    assert kept_per_step([0, 80_000, 100_000], peak) == 0  # a cache filled once
+    assert kept_per_step([0, 0, 50_000], peak) == 0
+    assert kept_per_step([0, 9_000, 18_000], peak) == 0  # under 0.1 % of the peak
+    assert kept_per_step([0, MIN_BYTES - 1, 2 * MIN_BYTES - 2], 1000) == 0
+    assert kept_per_step([0, 50_000], peak) == 0  # one increase says nothing
+    assert kept_warning(0, peak) is None
+    assert "after 200 more it is twice as high" in kept_warning(50_000, peak)
