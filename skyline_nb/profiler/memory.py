@@ -162,8 +162,17 @@ def tensor_bytes(tensor: torch.Tensor) -> int:
 
 
 def unique_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
-    """``named_parameters`` with tied weights once (under the first name PyTorch gives them)."""
-    return list(model.named_parameters(remove_duplicate=True))
+    """``named_parameters`` with tied weights once (under the first name PyTorch gives them),
+    named as the user wrote them (``user_path``)."""
+    return [(user_path(name), p) for name, p in model.named_parameters(remove_duplicate=True)]
+
+
+def user_path(name: str) -> str:
+    """A module or parameter path without the ``_orig_mod`` that ``torch.compile``'s wrapper
+    puts in it: ``fc1.weight``, not ``_orig_mod.fc1.weight``; a compiled module and the module
+    it wraps share one path (the report's tree showed an ``OptimizedModule`` root whose only
+    child ``_orig_mod`` held the model)."""
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
 
 
 def storage_keys(tensors: Iterable[Any]) -> set[int]:

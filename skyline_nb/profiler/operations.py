@@ -46,6 +46,7 @@ from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.compiled import COMPILED_MODULE_WARNING
 from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
+from skyline_nb.profiler.memory import unique_parameters, user_path
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.report import Frame
 
@@ -137,11 +138,9 @@ class OperationTracker:
         self.hold_ms = hold_ms  # see Device.hold_queue: queue the iteration behind a spin
         self.user_code = user_code
         self.module_names: dict[int, str] = {
-            id(m): name for name, m in model.named_modules(remove_duplicate=True)
+            id(m): user_path(name) for name, m in model.named_modules(remove_duplicate=True)
         }
-        self.param_names: dict[int, str] = {
-            id(p): name for name, p in model.named_parameters(remove_duplicate=True)
-        }
+        self.param_names: dict[int, str] = {id(p): name for name, p in unique_parameters(model)}
         self.extra_modules: dict[int, tuple[str, str]] = {}  # id -> (path, class name)
         self.module_frames: dict[str, list[Frame]] = {}
         self.module_order: list[str] = []

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH, UNTRACKED_PATH, NodeKind
+from skyline_nb.profiler.memory import user_path
 from skyline_nb.profiler.operations import OperationTracker, OpRecord
 from skyline_nb.report import Frame, Node
 
@@ -49,8 +50,10 @@ def build_tree(inputs: TreeInputs) -> Node:
     root = Node(id=0, name=type(model).__name__, path="", kind=NodeKind.ROOT)
     nodes: dict[str, Node] = {"": root}
     first: dict[int, int] = {}  # id(node) -> first op index in its subtree
-    for path, module in model.named_modules():
-        if not path:
+    for name, module in model.named_modules():
+        path = user_path(name)
+        if path in nodes:  # torch.compile's wrapper, then the module it wraps: the user's class
+            nodes[path].name = type(module).__name__
             continue
         frames = ops.module_frames.get(path, [])
         node = Node(0, type(module).__name__, path, NodeKind.MODULE, frames=frames)
