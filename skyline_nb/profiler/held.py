@@ -16,7 +16,6 @@ arguments; one level deep
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from torch import nn
 from skyline_nb.categories import Categories, Category
 from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler.memory import storage_keys, tensor_bytes
-from skyline_nb.profiler.providers import Trial, closure_items
+from skyline_nb.profiler.providers import Trial, step_items
 
 
 def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:
@@ -34,7 +33,7 @@ def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:
     model = trial.model if isinstance(trial.model, nn.Module) else nn.Module()
     own = {id(m) for m in model.modules()}
     found: dict[int, tuple[str, nn.Module]] = {}
-    for name, value in _kept(trial.user_iteration or trial.iteration):
+    for name, value in step_items(trial.user_iteration or trial.iteration):
         for label, module in _modules(name, value):
             if id(module) not in own and id(module) not in found:
                 found[id(module)] = (label, module)
@@ -71,21 +70,6 @@ def held_warning(trial: Trial, categories: Categories) -> str | None:
 def _tensors(module: nn.Module) -> Iterator[Any]:
     yield from module.parameters()
     yield from module.buffers()
-
-
-def _kept(step: Any) -> Iterator[tuple[str, Any]]:
-    """What the step function keeps: closure cells by name, a bound method's (or a callable
-    object's) attributes, a partial's arguments (and what its function keeps)."""
-    if isinstance(step, functools.partial):
-        yield from ((f"argument {i}", v) for i, v in enumerate(step.args))
-        yield from step.keywords.items()
-        step = step.func
-    owner = getattr(step, "__self__", None)
-    if owner is None and not hasattr(step, "__code__") and hasattr(step, "__dict__"):
-        owner = step  # a callable object: its attributes
-    if owner is not None and hasattr(owner, "__dict__"):
-        yield from vars(owner).items()
-    yield from closure_items(getattr(step, "__func__", step))
 
 
 def _modules(name: str, value: Any) -> Iterator[tuple[str, nn.Module]]:

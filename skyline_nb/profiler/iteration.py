@@ -45,13 +45,7 @@ from skyline_nb.profiler.providers import (
     Trial,
     make_inputs,
 )
-from skyline_nb.profiler.retained import (
-    READINGS,
-    between_steps,
-    kept_per_step,
-    mark_alive,
-    take_readings,
-)
+from skyline_nb.profiler.retained import READINGS, Readings, take_readings
 from skyline_nb.profiler.step_peak import (
     MeasuredStep,
     allocator_events,
@@ -82,8 +76,10 @@ class IterationResult:
     peak_bytes: int
     timing: Timing = field(default_factory=Timing)
     converged: bool = True
-    # bytes each iteration kept alive beyond the one before (``retained.py``; 0: none)
+    # bytes each iteration kept alive beyond the one before (``retained.py``; 0: none), and
+    # the containers of the step's that grew with them
     kept_per_step: int = 0
+    kept_by: list[str] = field(default_factory=list)
 
     @property
     def throughput(self) -> float:
@@ -256,15 +252,15 @@ def measure_level1(
         device.reset_peak()
         if device.kind == "cuda":
             trial = build()
-            alive = []
+            readings = Readings(trial, device)
             for _ in range(max(warmup - 1, READINGS)):
                 trial.step()
-                between_steps()
-                alive.append(int(device.memory_allocated() or 0))
+                readings.after_step()
             peak = int(device.max_memory_allocated() or 0) - int(baseline or 0)
         else:
-            trial, peak, alive = _tracked_warmup(build, device, reference)
-        result = IterationResult(batch_size, 0.0, peak, kept_per_step=kept_per_step(alive, peak))
+            trial, peak, readings = _tracked_warmup(build, device, reference)
+        result = IterationResult(batch_size, 0.0, peak)
+        result.kept_per_step, result.kept_by = readings.kept(peak)
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
         if reference is not None:
             warm.reference(reference.inputs, reference.measured)
@@ -299,7 +295,7 @@ class Reference:
 
 def _tracked_warmup(
     build: Callable[[], Trial], device: Device, reference: Reference | None = None
-) -> tuple[Trial, int, list[int]]:
+) -> tuple[Trial, int, Readings]:
     """CPU: build + two iterations under the allocator's reports (what kernels allocate inside
     is reported too, which a dispatch mode cannot see) and, where a memory budget must stop
     the iteration as it runs or the reports are refused (a profiler of the user's runs), a
@@ -308,8 +304,8 @@ def _tracked_warmup(
     With a ``reference``, a third iteration on its inputs in the same window gives
     ``step_peak`` at the user's batch (and its peak per phase) as ``measured_step`` measures
     it: after an iteration under the reports, so every block the measured one frees was
-    reported when allocated. Also returns the bytes alive after each iteration but the first
-    (``retained.py``; empty without the reports).
+    reported when allocated. Also returns what was alive after each iteration
+    (``retained.Readings``; no bytes without the reports).
     """
 
     with allocator_events() as allocator, gc_paused():
@@ -318,10 +314,10 @@ def _tracked_warmup(
         try:
             with tracker if use_tracker else contextlib.nullcontext():
                 trial = build()
+                readings = Readings(trial, device)
                 for _ in range(2):
                     trial.step()
-                    between_steps()
-                    mark_alive()
+                    readings.after_step()
                 if reference is not None and allocator is not None:
                     # the trial's own inputs stay alive until the last reading, so that the
                     # bytes alive after the third iteration differ by what it kept only
@@ -330,15 +326,13 @@ def _tracked_warmup(
                     mark()
                     with PhaseMarks(trial.model):
                         value = trial.step()
-                    between_steps()
-                    mark_alive()
+                    readings.after_step()
                     del own_inputs
         finally:
             tracker.close()
     peak = tracker.peak
-    alive: list[int] = []
     if allocator is not None:
-        alive, allocator.events = take_readings(allocator.events)
+        readings.alive, allocator.events = take_readings(allocator.events)
     if allocator is not None:
         peak = max(peak, allocator.peak(labels=LABELS))  # phase markers are not the step's
         if reference is not None:
@@ -348,7 +342,7 @@ def _tracked_warmup(
             f"the iteration needs {peak} bytes, more than the CPU memory budget of "
             f"{device.memory_budget} bytes"
         )
-    return trial, peak, alive
+    return trial, peak, readings
 
 
 def _bytes(tensors: list[Any]) -> int:

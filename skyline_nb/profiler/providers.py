@@ -10,6 +10,7 @@ iteration; user exceptions come back as ``ProviderError`` with the original chai
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import sys
 from collections import Counter
@@ -202,6 +203,21 @@ def closure_items(function: Any) -> Iterator[tuple[str, Any]]:
             yield name, cell.cell_contents
         except ValueError:  # a cell not filled yet
             continue
+
+
+def step_items(step: Any) -> Iterator[tuple[str, Any]]:
+    """What the step function keeps: closure cells by name, a bound method's (or a callable
+    object's) attributes, a partial's arguments (and what its function keeps)."""
+    if isinstance(step, functools.partial):
+        yield from ((f"argument {i}", v) for i, v in enumerate(step.args))
+        yield from step.keywords.items()
+        step = step.func
+    owner = getattr(step, "__self__", None)
+    if owner is None and not hasattr(step, "__code__") and hasattr(step, "__dict__"):
+        owner = step  # a callable object: its attributes
+    if owner is not None and hasattr(owner, "__dict__"):
+        yield from vars(owner).items()
+    yield from closure_items(getattr(step, "__func__", step))
 
 
 def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> Any:

@@ -11,6 +11,10 @@ once, not at every iteration; a value replaced each iteration (the last loss, ke
 does not grow at all; nor does ``losses.append(loss)`` much: backward frees the graph's saved
 tensors, and what stays is the loss itself (its graph's nodes are Python objects).
 
+Which container grows, where the step can be seen to keep one (``containers``: lists, dicts,
+deques and sets in its closure, its object's attributes, the globals it names, and the same for
+the model's hooks), is named: "the list 'preds' (a global the step uses) grows by 1 item".
+
 Where the bytes are read: CUDA, the allocator's counter; CPU, the running sum of the CPU
 allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._tracked_warmup``).
 """
@@ -18,9 +22,17 @@ allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._trac
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
 
 from skyline_nb.export.units import format_bytes
+from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.memory import user_path
+from skyline_nb.profiler.providers import Trial, step_items
 
 # An allocation of this odd size marks "bytes alive now" in the CPU allocator's reports.
 ALIVE_BYTES = 4081  # phases.py marks with 4085–4091, step_peak.py with 4093
@@ -30,6 +42,9 @@ ALIVE_BYTES = 4081  # phases.py marks with 4085–4091, step_peak.py with 4093
 MIN_SHARE, MIN_BYTES, AGREE = 0.001, 1024, 0.25
 # Readings needed: after three iterations (the first may make lazy state).
 READINGS = 3
+# id -> (what it is, the container, its length)
+Containers = dict[int, tuple[str, Any, int]]
+_GROWABLE = (list, dict, set, deque)
 
 
 def between_steps() -> None:
@@ -58,6 +73,30 @@ def take_readings(events: list[tuple[int, int]]) -> tuple[list[int], list[tuple[
     return found, kept
 
 
+@dataclass
+class Readings:
+    """After each warm-up iteration: the bytes alive (CUDA: read here; CPU: a marker, read from
+    the allocator's reports afterwards) and the containers the step keeps."""
+
+    trial: Trial
+    device: Device
+    alive: list[int] = field(default_factory=list)
+    snapshots: list[Containers] = field(default_factory=list)
+
+    def after_step(self) -> None:
+        between_steps()
+        if self.device.kind == "cuda":
+            self.alive.append(int(self.device.memory_allocated() or 0))
+        else:
+            mark_alive()
+        self.snapshots.append(containers(self.trial))
+
+    def kept(self, peak_bytes: int) -> tuple[int, list[str]]:
+        """Bytes kept per iteration (``kept_per_step``) and what grows with them."""
+        kept = kept_per_step(self.alive, peak_bytes)
+        return kept, growing(self.snapshots) if kept else []
+
+
 def kept_per_step(alive: Sequence[int], peak_bytes: int) -> int:
     """Bytes each iteration kept, from the bytes alive after each of at least three
     consecutive iterations: the mean of the last two increases when both are at least
@@ -71,15 +110,79 @@ def kept_per_step(alive: Sequence[int], peak_bytes: int) -> int:
     return (first + second) // 2
 
 
-def kept_warning(kept: int, peak_bytes: int) -> str | None:
-    """What a step that keeps ``kept`` bytes per iteration means for the user's loop."""
+def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = ()) -> str | None:
+    """What a step that keeps ``kept`` bytes per iteration means for the user's loop, and which
+    containers grow with it (``growing``)."""
     if kept <= 0:
         return None
     doubles = max(1, round(peak_bytes / kept))
+    where = (f": {'; '.join(growing)}" if growing
+             else ", e.g. outputs appended to a list or kept by a hook")
     return (
         f"each iteration keeps {format_bytes(kept)} more alive than the one before: memory "
         f"grows by that at every step of your loop (the peak shown is of an early iteration; "
         f"after {doubles:,} more it is twice as high). The step holds on to tensors of every "
-        "iteration, e.g. outputs appended to a list or kept by a hook: keep numbers "
-        "(loss.item()) or a running total instead"
+        f"iteration{where}. Keep numbers (loss.item()) or a running total instead"
     )
+
+
+
+def containers(trial: Trial) -> Containers:
+    """The lists, dicts, deques and sets the step can be seen to keep, with their lengths:
+    in its closure, its object's attributes and the globals it names, and the same for every
+    hook on the model's modules."""
+    found: Containers = {}
+    sources = [("the step", trial.user_iteration or trial.iteration)]
+    if isinstance(trial.model, torch.nn.Module):
+        for path, module in trial.model.named_modules():
+            where = f"'{user_path(path)}'" if user_path(path) else "the model"
+            for kind in ("forward_pre", "forward", "backward_pre", "backward"):
+                hooks = getattr(module, f"_{kind}_hooks", {}).values()
+                label = f"a {kind.replace('_', '-')} hook on {where}"
+                sources += [(label, hook) for hook in hooks]
+    for owner, function in sources:
+        for name, value in _reachable(function):
+            if isinstance(value, _GROWABLE) and id(value) not in found:
+                found[id(value)] = (f"the {type(value).__name__} '{name}' (kept by {owner})",
+                                    value, len(value))
+    return found
+
+
+def growing(snapshots: Sequence[Containers]) -> list[str]:
+    """What grew by the same number of items (at least one) over each of the last two
+    iterations, its newest item holding a tensor, with that number."""
+    if len(snapshots) < READINGS:
+        return []
+    first, second, third = snapshots[-READINGS:]
+    named = []
+    for key, (label, value, length) in third.items():
+        if key not in first or key not in second:
+            continue
+        added = length - second[key][2]
+        if added >= 1 and second[key][2] - first[key][2] == added and _newest_has_tensor(value):
+            named.append(f"{label} grows by {added} item{'s' if added > 1 else ''}")
+    return named
+
+
+def _reachable(function: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
+    """``step_items`` and the globals the function's code names, and the same for the plain
+    functions among them (``depth`` levels: a step that calls a helper that appends)."""
+    function = getattr(function, "__func__", function)
+    names = getattr(getattr(function, "__code__", None), "co_names", ())
+    namespace = getattr(function, "__globals__", {})
+    items = [*step_items(function),
+             *((name, namespace[name]) for name in names if name in namespace)]
+    yield from items
+    if depth > 1:
+        for _, value in items:
+            if hasattr(value, "__code__") and value is not function:
+                yield from _reachable(value, depth - 1)
+
+
+def _newest_has_tensor(value: Any) -> bool:
+    if isinstance(value, set) or not value:
+        return isinstance(value, set) and any(isinstance(v, torch.Tensor) for v in value)
+    newest = list(value.values())[-1] if isinstance(value, dict) else value[-1]
+    parts = newest.values() if isinstance(newest, dict) else (
+        newest if isinstance(newest, (list, tuple)) else (newest,))
+    return any(isinstance(part, torch.Tensor) for part in parts)

@@ -244,7 +244,8 @@ def _instrumented(
     categories = Categories.at_peak(level1.peak_bytes, run.peak.by_category)
     warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes),
                                   held_warning(trial, categories),
-                                  kept_warning(level1.kept_per_step, level1.peak_bytes)]))
+                                  kept_warning(level1.kept_per_step, level1.peak_bytes,
+                                               level1.kept_by)]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0 and not fitted:

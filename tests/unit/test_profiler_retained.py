@@ -61,6 +61,7 @@ def test_outputs_appended_to_a_list_are_named_with_their_bytes_per_iteration() -
                      provider(lambda loss, out: kept.append(out.detach())), batch_size=64)
     (said,) = [w for w in report.warnings if KEPT in w]
     assert "keeps 2.50 KiB more" in said  # 64 × 10 floats
+    assert "the list 'kept' (kept by the step) grows by 1 item" in said
     assert impossible_values(report) == []
     kept.clear()  # at batch 16 (640 B) under MIN_BYTES: 6 MiB after 10,000 iterations
     report = profile(model_provider, input_provider,
@@ -79,6 +80,7 @@ def test_a_forward_hook_that_stores_activations_is_named() -> None:
     report = profile(hooked, input_provider, provider(lambda loss, out: None), batch_size=16)
     (said,) = [w for w in report.warnings if KEPT in w]
     assert "keeps 16 KiB more" in said  # 16 × 256 floats of the ReLU's output every iteration
+    assert "the list 'stored' (kept by a forward hook on '1') grows by 1 item" in said
 
 
 @pytest.mark.parametrize("keep", [
@@ -119,3 +121,45 @@ def test_kept_per_step_needs_two_alike_increases_above_the_threshold() -> None:
     assert kept_per_step([0, 50_000], peak) == 0  # one increase says nothing
     assert kept_warning(0, peak) is None
     assert "after 200 more it is twice as high" in kept_warning(50_000, peak)
+
+
+PREDICTIONS: list[torch.Tensor] = []
+
+
+def global_list_provider(model):
+    """A notebook's step: a global list the step appends each iteration's outputs to."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        out = model(x)
+        nn.functional.cross_entropy(out, y).backward()
+        opt.step()
+        PREDICTIONS.append(out.detach())
+
+    return step
+
+
+def test_a_global_list_the_step_appends_to_is_named() -> None:
+    report = profile(model_provider, input_provider, global_list_provider, batch_size=64)
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert "the list 'PREDICTIONS' (kept by the step) grows by 1 item" in said
+    PREDICTIONS.clear()
+
+
+def test_growing_names_what_grew_alike_twice_with_a_tensor_in_it() -> None:
+    from collections import deque
+
+    from skyline_nb.profiler.retained import growing
+
+    tensor = torch.zeros(1)
+
+    def snapshot(**lengths):
+        values = {"cache": {i: tensor for i in range(lengths["cache"])},
+                  "numbers": [0.5] * lengths["numbers"],
+                  "pairs": deque([(tensor, tensor)] * lengths["pairs"])}
+        return {i: (name, values[name], lengths[name]) for i, name in enumerate(values)}
+
+    assert growing([snapshot(cache=1, numbers=1, pairs=2), snapshot(cache=5, numbers=2, pairs=4),
+                    snapshot(cache=5, numbers=3, pairs=6)]) == ["pairs grows by 2 items"]
+    assert growing([snapshot(cache=1, numbers=1, pairs=2)] * 2) == []
