@@ -129,23 +129,31 @@ def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = ()) -> str
 
 def containers(trial: Trial) -> Containers:
     """The lists, dicts, deques and sets the step can be seen to keep, with their lengths:
-    in its closure, its object's attributes and the globals it names, and the same for every
-    hook on the model's modules."""
+    in its closure, its object's attributes and the globals it names, the same for every
+    hook on the model's modules, and the modules' own attributes (a forward that stores its
+    activations in ``self.activations``)."""
+    items = [("kept by the step", item)
+             for item in _reachable(trial.user_iteration or trial.iteration)]
+    for where, module in _modules(trial):
+        for kind in ("forward_pre", "forward", "backward_pre", "backward"):
+            for hook in getattr(module, f"_{kind}_hooks", {}).values():
+                owner = f"kept by a {kind.replace('_', '-')} hook on {where}"
+                items += [(owner, item) for item in _reachable(hook)]
+        items += [(f"an attribute of {where}", (name, value))
+                  for name, value in vars(module).items() if not name.startswith("_")]
     found: Containers = {}
-    sources = [("the step", trial.user_iteration or trial.iteration)]
+    for owner, (name, value) in items:
+        if isinstance(value, _GROWABLE) and id(value) not in found:
+            found[id(value)] = (f"the {type(value).__name__} '{name}' ({owner})", value,
+                                len(value))
+    return found
+
+
+def _modules(trial: Trial) -> Iterator[tuple[str, torch.nn.Module]]:
+    """The model's modules, each with how the report names it."""
     if isinstance(trial.model, torch.nn.Module):
         for path, module in trial.model.named_modules():
-            where = f"'{user_path(path)}'" if user_path(path) else "the model"
-            for kind in ("forward_pre", "forward", "backward_pre", "backward"):
-                hooks = getattr(module, f"_{kind}_hooks", {}).values()
-                label = f"a {kind.replace('_', '-')} hook on {where}"
-                sources += [(label, hook) for hook in hooks]
-    for owner, function in sources:
-        for name, value in _reachable(function):
-            if isinstance(value, _GROWABLE) and id(value) not in found:
-                found[id(value)] = (f"the {type(value).__name__} '{name}' (kept by {owner})",
-                                    value, len(value))
-    return found
+            yield (f"'{user_path(path)}'" if user_path(path) else "the model"), module
 
 
 def growing(snapshots: Sequence[Containers]) -> list[str]:

@@ -163,3 +163,24 @@ def test_growing_names_what_grew_alike_twice_with_a_tensor_in_it() -> None:
     assert growing([snapshot(cache=1, numbers=1, pairs=2), snapshot(cache=5, numbers=2, pairs=4),
                     snapshot(cache=5, numbers=3, pairs=6)]) == ["pairs grows by 2 items"]
     assert growing([snapshot(cache=1, numbers=1, pairs=2)] * 2) == []
+
+
+class Recording(nn.Module):
+    """A model that keeps its hidden activations for plotting, as notebooks do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head = nn.Sequential(nn.Linear(64, 256), nn.ReLU()), nn.Linear(256, 10)
+        self.activations: list[torch.Tensor] = []
+
+    def forward(self, x):
+        hidden = self.body(x)
+        self.activations.append(hidden.detach())
+        return self.head(hidden)
+
+
+def test_a_module_attribute_that_collects_activations_is_named() -> None:
+    report = profile(Recording, input_provider, provider(lambda loss, out: None), batch_size=16)
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert "keeps 16 KiB more" in said
+    assert "the list 'activations' (an attribute of the model) grows by 1 item" in said
