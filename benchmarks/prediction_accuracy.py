@@ -261,33 +261,6 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
         row.upper_time_errors.append(relative(upper_time(batch), actual.iteration_ms))
         row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
     return row
-    truth = {b: median_sample(runs) for b, runs in held.items()}
-    upper_time, upper_memory = upper_pair(samples)
-    top = fit.max_batch_size() if fit.memory is not None else 0
-    row.beyond = [b for b in row.held_out if b > top]  # the widget offers no prediction there
-    for batch in row.held_out:
-        if batch > top:
-            continue
-        actual = truth[batch]
-        row.spread.append(spread([r.iteration_ms for r in held[batch]]))
-        row.time_errors.append(relative(fit.predict_iteration_ms(batch), actual.iteration_ms))
-        row.memory_errors.append(relative(fit.predict_peak_bytes(batch), actual.peak_bytes))
-        row.upper_time_errors.append(relative(upper_time(batch), actual.iteration_ms))
-        row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
-    trusted = [r for r in reports if r.models.can_manipulate]
-    row.one_profile_time = statistics.median(
-        mean_abs([relative(r.models.predict_iteration_ms(b), truth[b].iteration_ms)
-                  for b in row.held_out if b <= r.models.max_batch_size()])
-        for r in trusted
-    ) if trusted else float("nan")
-    row.raw = {
-        "walls": {str(k): v for k, v in walls.items()},
-        "samples": [[[s.batch_size, s.iteration_ms, s.peak_bytes] for s in r.samples]
-                    for r in reports],
-        "held_out": {b: [[s.iteration_ms, s.peak_bytes] for s in runs]
-                     for b, runs in held.items()},
-    }
-    return row
 
 
 def header(args: argparse.Namespace, device_name: str) -> str:

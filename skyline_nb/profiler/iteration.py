@@ -333,7 +333,6 @@ def _tracked_warmup(
     peak = tracker.peak
     if allocator is not None:
         readings.alive, allocator.events = take_readings(allocator.events)
-    if allocator is not None:
         peak = max(peak, allocator.peak(labels=LABELS))  # phase markers are not the step's
         if reference is not None:
             reference.measured = measured_from(allocator, value)

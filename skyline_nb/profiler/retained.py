@@ -3,7 +3,7 @@
 A profile measures one iteration's peak. A step that keeps something of every iteration — its
 outputs appended to a list for metrics, a forward hook that stores activations — has a fine
 peak at iteration three and runs out of memory at iteration three thousand. So level 1 reads
-the bytes alive between its warm-up iterations (``mark_alive`` after each, young-generation
+the bytes alive between its warm-up iterations (``Readings.after_step``, young-generation
 garbage collected first, so that reference cycles a plain loop's collector would free do not
 count) and ``kept_per_step`` says what each iteration added when the last two added about the
 same. Lazily made state (an optimizer's buffers at its first step, a cache filled once) grows
@@ -12,8 +12,9 @@ does not grow at all; nor does ``losses.append(loss)`` much: backward frees the 
 tensors, and what stays is the loss itself (its graph's nodes are Python objects).
 
 Which container grows, where the step can be seen to keep one (``containers``: lists, dicts,
-deques and sets in its closure, its object's attributes, the globals it names, and the same for
-the model's hooks), is named: "the list 'preds' (a global the step uses) grows by 1 item".
+deques and sets in its closure, its object's attributes, the globals it names, the same for the
+model's hooks, and the modules' own attributes), is named: "the list 'preds' (kept by the step)
+grows by 1 item".
 
 Where the bytes are read: CUDA, the allocator's counter; CPU, the running sum of the CPU
 allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._tracked_warmup``).
@@ -33,6 +34,7 @@ from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.memory import user_path
 from skyline_nb.profiler.providers import Trial, step_items
+from skyline_nb.profiler.step_peak import mark
 
 # An allocation of this odd size marks "bytes alive now" in the CPU allocator's reports.
 ALIVE_BYTES = 4081  # phases.py marks with 4085–4091, step_peak.py with 4093
@@ -53,15 +55,8 @@ def between_steps() -> None:
     gc.collect(1)
 
 
-def mark_alive() -> None:
-    """A marker allocation in the CPU allocator's reports (``ALIVE_BYTES``)."""
-    import torch
-
-    torch.empty(ALIVE_BYTES, dtype=torch.uint8)
-
-
 def take_readings(events: list[tuple[int, int]]) -> tuple[list[int], list[tuple[int, int]]]:
-    """The CPU allocator's running sum (``AllocatorReports.peaks``) at each ``mark_alive``,
+    """The CPU allocator's running sum (``AllocatorReports.peaks``) at each ALIVE_BYTES mark,
     and the reports without the markers' own (they count in no peak)."""
     live, found, kept = 0, [], []
     for event in events:
@@ -88,7 +83,7 @@ class Readings:
         if self.device.kind == "cuda":
             self.alive.append(int(self.device.memory_allocated() or 0))
         else:
-            mark_alive()
+            mark(ALIVE_BYTES)
         self.snapshots.append(containers(self.trial))
 
     def kept(self, peak_bytes: int) -> tuple[int, list[str]]:
@@ -126,7 +121,6 @@ def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = ()) -> str
     )
 
 
-
 def containers(trial: Trial) -> Containers:
     """The lists, dicts, deques and sets the step can be seen to keep, with their lengths:
     in its closure, its object's attributes and the globals it names, the same for every
@@ -134,7 +128,7 @@ def containers(trial: Trial) -> Containers:
     activations in ``self.activations``)."""
     items = [("kept by the step", item)
              for item in _reachable(trial.user_iteration or trial.iteration)]
-    for where, module in _modules(trial):
+    for where, module in _named_modules(trial):
         for kind in ("forward_pre", "forward", "backward_pre", "backward"):
             for hook in getattr(module, f"_{kind}_hooks", {}).values():
                 owner = f"kept by a {kind.replace('_', '-')} hook on {where}"
@@ -149,11 +143,12 @@ def containers(trial: Trial) -> Containers:
     return found
 
 
-def _modules(trial: Trial) -> Iterator[tuple[str, torch.nn.Module]]:
+def _named_modules(trial: Trial) -> Iterator[tuple[str, torch.nn.Module]]:
     """The model's modules, each with how the report names it."""
     if isinstance(trial.model, torch.nn.Module):
-        for path, module in trial.model.named_modules():
-            yield (f"'{user_path(path)}'" if user_path(path) else "the model"), module
+        for name, module in trial.model.named_modules():
+            path = user_path(name)
+            yield (f"'{path}'" if path else "the model"), module
 
 
 def growing(snapshots: Sequence[Containers]) -> list[str]:
