@@ -75,6 +75,9 @@ class Device:
     memory_budget: int | None = None
 
     kind = "cpu"
+    # Iterations a timed chunk holds at least (``timing.time_steps``): one on a CPU, which
+    # runs each op as it is called.
+    min_chunk = 1
 
     @property
     def oom_types(self) -> tuple[type[BaseException], ...]:
@@ -130,6 +133,13 @@ class Device:
 
 class CudaDevice(Device):
     kind = "cuda"
+    # A chunk starts on an empty queue (the last one ended in a synchronize), so its first
+    # iteration also waits for its own last kernels, which in a training loop run while the
+    # host launches the next iteration; from its second on, an iteration's events are as far
+    # apart as a loop's iterations. With three or more per chunk the median is never a first
+    # one (an H100, the example MLP at 8: 1.53 ms per iteration in a plain loop to one
+    # synchronize; the median of chunks of two read 1.66–2.20 ms; BENCHMARKS.md, session 16).
+    min_chunk = 3
 
     @property
     def oom_types(self) -> tuple[type[BaseException], ...]:

@@ -26,6 +26,10 @@ only where the samples ask for it and the time budget allows:
   Transformer from 32: 16, 32 and 64 measured, memory 1.17 % low on average and 2.05 % at
   16×; BENCHMARKS.md, session 15). Where the time grew clearly at 2× (the third size was ½×)
   on a CPU the budget rarely allows it: 4× costs about 19 of the user's iterations;
+- then, up to ``reach``× the user's batch (the caller's: 16× on a GPU), twice the largest
+  size: a GPU's cheap iterations afford it, and a curve measured to 4× missed how the time
+  grows beyond (an H100's MLP from 32, measured to 128: 13.7 % low at 384, 7.7 % on average
+  up to 16×; BENCHMARKS.md, session 16);
 - no more than ``budget_ms`` in all: a size whose expected cost (``_cost``) would go beyond it
   is not measured (the caller: a few of the user's iterations, so that the whole profile stays
   within the cost bar; BENCHMARKS.md);
@@ -92,11 +96,13 @@ def sample_curve(
     tolerance: float,
     budget_ms: float,
     retime: Callable[[int, float | None], float] | None = None,
+    reach: int = 4,
 ) -> Samples:
     """Measure 2× and ½× the user's batch, then extend as the module says; never raises for
     an out-of-memory (``oom_errors``), which ends the extension. ``retime(n, expected)``: n's
     time after more iterations there, ``expected`` the time the other sizes' curve says (None:
-    samples are never timed again)."""
+    samples are never timed again); ``reach``: the multiple of the user's batch the samples
+    may extend to beyond 4× where the budget allows."""
     found = Samples({user: user_peak}, {user: user_ms})
     start = time.perf_counter()
 
@@ -117,7 +123,7 @@ def sample_curve(
         sizes = sorted(found.peaks)
         curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
-        target = _next_size(found, curve, bool(untrusted), user, user_ms)
+        target = _next_size(found, curve, bool(untrusted), user, user_ms, reach)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
         if target is None or spent_ms + _cost(found, user_ms, target) > allowed_ms:
             again = (_most_off(found, curve, user, retimed)
@@ -153,23 +159,25 @@ def _grows(peaks: dict[int, int], times: dict[int, float], user: int,
 
 
 def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int,
-               user_ms: float) -> int | None:
+               user_ms: float, reach: int) -> int | None:
     sizes = sorted(found.peaks)
     largest, smallest = sizes[-1], sizes[0]
-    reach = FLAT_REACH * user
+    flat_reach = FLAT_REACH * user
     if curve.shape == FLAT:
-        return 2 * largest if largest < reach else None
+        return 2 * largest if largest < flat_reach else None
     # The steepest piece should rest on two sizes beyond the last breakpoint (a bend measured
     # once beyond it puts the bend anywhere between), and an untrusted curve needs the range:
     # look once more beyond the largest.
     last_break = max(curve.breakpoints(), default=0.0)
     beyond = sum(n > last_break * (1 + 1e-9) for n in sizes)
-    if (untrusted or beyond < 2) and largest < reach:
+    if (untrusted or beyond < 2) and largest < flat_reach:
         return 2 * largest
     if largest < 4 * user:
         return 4 * user
     if user_ms < CHEAP_MS and smallest > user // 4 >= 1:
         return user // 4
+    if largest < reach * user:
+        return min(2 * largest, reach * user)
     return None
 
 

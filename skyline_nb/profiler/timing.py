@@ -1,7 +1,8 @@
 """Timing uninstrumented iterations: one number per iteration, the median of the quiet ones.
 
 Every iteration is timed on its own (``perf_counter_ns`` on CPU; a CUDA event pair per
-iteration, read after one synchronize per chunk), and the result is a median. A block mean is
+iteration, read after one synchronize per chunk, three iterations or more: ``Device.min_chunk``),
+and the result is a median. A block mean is
 the wrong statistic on a shared machine: one preempted iteration, a page-fault storm or an
 OpenMP worker that waited for a core moves it, while a median over single iterations is what a
 plain training loop's typical iteration takes.
@@ -100,12 +101,14 @@ class Timing:
 
 
 def time_steps(step: Callable[[], Any], device: Device, precision: Precision) -> Timing:
-    """Step and time single iterations, in chunks of about ``CHUNK_MS``, until ``precision``
-    is met or its patience runs out (iterations that waited count against it)."""
+    """Step and time single iterations, in chunks of about ``CHUNK_MS`` (at least the device's
+    ``min_chunk`` iterations), until ``precision`` is met or its patience runs out (iterations
+    that waited count against it)."""
     timing = Timing()
     while _pending(timing, precision):
-        estimate = statistics.median(timing.ms) if timing.ms else None
-        n = 1 if estimate is None else max(1, min(MAX_CHUNK, math.ceil(CHUNK_MS / estimate)))
+        fewest = device.min_chunk
+        n = (fewest if not timing.ms else
+             max(fewest, min(MAX_CHUNK, math.ceil(CHUNK_MS / statistics.median(timing.ms)))))
         times, fraction = timed_chunk(step, device, n)
         timing.add(times, fraction > QUIET_WAIT)
     return timing

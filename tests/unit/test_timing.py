@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 
 import pytest
+import torch
 from scripted_chunks import script_chunks
 
-from skyline_nb.profiler.device import resolve_device
+from skyline_nb.profiler.device import CudaDevice, Device, Timer, resolve_device
 from skyline_nb.profiler.iteration import IterationResult, WarmTrial
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Timing, time_steps
 
@@ -129,3 +131,62 @@ def test_real_iterations_are_timed_one_by_one() -> None:
     """Not scripted: a sleep of 2 ms per step is timed at about 2 ms each."""
     result = time_steps(lambda: time.sleep(0.002), resolve_device("cpu"), SAMPLE)
     assert all(ms >= 2.0 for ms in result.ms) and len(result.ms) >= SAMPLE.min_iterations
+
+
+class QueueClock:
+    """A host that launches an iteration in ``launch_ms`` and a GPU that finishes its last
+    kernels ``tail_ms`` after the last launch: launch-bound, as the example MLP at 8 on an H100."""
+
+    def __init__(self, launch_ms: float, tail_ms: float) -> None:
+        self.launch_ms, self.tail_ms = launch_ms, tail_ms
+        self.host = self.gpu_done = 0.0
+
+    def step(self) -> None:
+        self.host += self.launch_ms
+        self.gpu_done = self.host + self.tail_ms
+
+    def event(self) -> float:
+        """When the GPU reaches an event recorded now: after all work queued before it."""
+        return max(self.host, self.gpu_done)
+
+
+class QueueTimer(Timer):
+    def __init__(self, clock: QueueClock) -> None:
+        super().__init__()
+        self.clock = clock
+
+    def start(self) -> None:
+        self.began = self.clock.event()
+
+    def stop(self) -> None:
+        self.ended = self.clock.event()
+
+    def elapsed_ms(self) -> float:
+        return self.ended - self.began
+
+
+@pytest.mark.parametrize("min_chunk", [CudaDevice.min_chunk, 1])
+def test_a_gpu_chunk_outvotes_the_iteration_that_starts_on_an_empty_queue(min_chunk) -> None:
+    """Events per iteration on a scripted stream: a chunk's first iteration also waits for its
+    own last kernels (the chunk before ended in a synchronize); the others are as far apart as
+    a training loop's iterations. CUDA's chunks of three or more read the loop's 1.53 ms;
+    chunks as the CPU's (one, then ~2 ms: one here, as the first read 2.13) read every
+    iteration with its tail."""
+    clock = QueueClock(launch_ms=1.53, tail_ms=0.6)
+
+    @dataclass
+    class QueueDevice(Device):
+        kind = "cuda"
+
+        def timer(self) -> Timer:
+            return QueueTimer(clock)
+
+        def synchronize(self) -> None:
+            clock.host = clock.event()
+
+    QueueDevice.min_chunk = min_chunk
+    ms = time_steps(clock.step, QueueDevice(torch.device("cpu")), HEADLINE).result(HEADLINE)
+    if min_chunk == CudaDevice.min_chunk:
+        assert ms == pytest.approx(1.53)
+    else:
+        assert ms == pytest.approx(1.53 + 0.6)
