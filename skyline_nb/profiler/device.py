@@ -137,8 +137,8 @@ class CudaDevice(Device):
     # iteration also waits for its own last kernels, which in a training loop run while the
     # host launches the next iteration; from its second on, an iteration's events are as far
     # apart as a loop's iterations. With three or more per chunk the median is never a first
-    # one (an H100, the example MLP at 8: 1.53 ms per iteration in a plain loop to one
-    # synchronize; the median of chunks of two read 1.66–2.20 ms; BENCHMARKS.md, session 16).
+    # one (an H100, the benchmark MLP at 8: 1.53 ms per iteration in a loop to one
+    # synchronize; level 1's chunks of one or two read 1.64–2.07 ms; BENCHMARKS.md, session 16).
     min_chunk = 3
 
     @property

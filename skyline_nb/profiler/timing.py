@@ -1,11 +1,10 @@
 """Timing uninstrumented iterations: one number per iteration, the median of the quiet ones.
 
 Every iteration is timed on its own (``perf_counter_ns`` on CPU; a CUDA event pair per
-iteration, read after one synchronize per chunk, three iterations or more: ``Device.min_chunk``),
-and the result is a median. A block mean is
-the wrong statistic on a shared machine: one preempted iteration, a page-fault storm or an
-OpenMP worker that waited for a core moves it, while a median over single iterations is what a
-plain training loop's typical iteration takes.
+iteration, read after one synchronize per chunk of three or more: ``Device.min_chunk``), and the
+result is a median. A block mean is the wrong statistic on a shared machine: one preempted
+iteration, a page-fault storm or an OpenMP worker that waited for a core moves it, while a
+median over single iterations is what a plain training loop's typical iteration takes.
 
 Iterations run in chunks of about ``CHUNK_MS``; around each chunk the CPU-wait counter
 (``cpuwait``: how long this process's threads sat on a run queue) says whether another process
