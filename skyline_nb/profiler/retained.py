@@ -13,8 +13,8 @@ tensors, and what stays is the loss itself (its graph's nodes are Python objects
 
 Which container grows, where the step can be seen to keep one (``containers``: lists, dicts,
 deques and sets in its closure, its object's attributes, the globals it names, the same for the
-model's hooks, and the modules' own attributes), is named: "the list 'preds' (kept by the step)
-grows by 1 item".
+model's hooks and torch's global hooks, and the modules' own attributes; and those among a
+dict's values), is named: "the list 'preds' (kept by the step) grows by 1 item".
 
 Where the bytes are read: CUDA, the allocator's counter; CPU, the running sum of the CPU
 allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._tracked_warmup``).
@@ -23,6 +23,7 @@ allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._trac
 from __future__ import annotations
 
 import gc
+import itertools
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 import torch
 
 from skyline_nb.export.units import format_bytes
+from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.memory import user_path
 from skyline_nb.profiler.providers import Trial, step_items
@@ -47,6 +49,9 @@ READINGS = 3
 # id -> (what it is, the container, its length)
 Containers = dict[int, tuple[str, Any, int]]
 _GROWABLE = (list, dict, set, deque)
+# A dict's values looked into for containers: its first this many (a history dict has a few
+# keys; a cache keyed by input may have thousands, and is read after every warm-up step).
+MAX_KEYS = 64
 
 
 def between_steps() -> None:
@@ -124,8 +129,9 @@ def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = ()) -> str
 def containers(trial: Trial) -> Containers:
     """The lists, dicts, deques and sets the step can be seen to keep, with their lengths:
     in its closure, its object's attributes and the globals it names, the same for every
-    hook on the model's modules, and the modules' own attributes (a forward that stores its
-    activations in ``self.activations``)."""
+    hook on the model's modules and every global hook (``register_module_forward_hook``), the
+    modules' own attributes (a forward that stores its activations in ``self.activations``),
+    and the containers among a dict's values (``history["preds"].append(out)``)."""
     items = [("kept by the step", item)
              for item in _reachable(trial.user_iteration or trial.iteration)]
     for where, module in _named_modules(trial):
@@ -135,12 +141,29 @@ def containers(trial: Trial) -> Containers:
                 items += [(owner, item) for item in _reachable(hook)]
         items += [(f"an attribute of {where}", (name, value))
                   for name, value in vars(module).items() if not name.startswith("_")]
+    for registry, hooks in tp.global_hook_registries():
+        kind = registry.split("._global_")[-1].removesuffix("_hooks").replace("_", "-")
+        for hook in list(hooks.values()):
+            items += [(f"kept by a global {kind} hook", item) for item in _reachable(hook)]
     found: Containers = {}
     for owner, (name, value) in items:
-        if isinstance(value, _GROWABLE) and id(value) not in found:
-            found[id(value)] = (f"the {type(value).__name__} '{name}' ({owner})", value,
-                                len(value))
+        for label, container in _growables(name, value):
+            if id(container) not in found:
+                found[id(container)] = (f"{label} ({owner})", container, len(container))
     return found
+
+
+def _growables(name: str, value: Any) -> Iterator[tuple[str, Any]]:
+    """``value`` when it can grow, and the containers among a dict's first ``MAX_KEYS``
+    values under plain keys (a history dict keeps its keys while its lists grow)."""
+    if not isinstance(value, _GROWABLE):
+        return
+    kind = type(value).__name__
+    yield f"the {kind} '{name}'", value
+    if isinstance(value, dict):
+        for key, inner in itertools.islice(value.items(), MAX_KEYS):
+            if isinstance(key, (str, int)) and isinstance(inner, _GROWABLE):
+                yield f"the {type(inner).__name__} under {key!r} in the {kind} '{name}'", inner
 
 
 def _named_modules(trial: Trial) -> Iterator[tuple[str, torch.nn.Module]]:

@@ -135,18 +135,19 @@ def on_storage_free(tensor: torch.Tensor, callback: Callable[..., None], *args: 
 # ---- global state a measurement may leave behind (isolation.py puts it back) -------------
 def global_hook_keys() -> dict[str, list[Any]]:
     """The keys of every global hook registry of ``nn.Module`` and ``torch.optim``."""
-    return {name: list(registry) for name, registry in _global_hook_registries()}
+    return {name: list(registry) for name, registry in global_hook_registries()}
 
 
 def remove_global_hooks_since(keys: dict[str, list[Any]]) -> None:
     """Remove the global hooks registered since ``keys = global_hook_keys()``."""
-    for name, registry in _global_hook_registries():
+    for name, registry in global_hook_registries():
         before = set(keys.get(name, ()))
         for key in [k for k in registry if k not in before]:
             del registry[key]
 
 
-def _global_hook_registries() -> Iterator[tuple[str, dict[Any, Any]]]:
+def global_hook_registries() -> Iterator[tuple[str, dict[Any, Any]]]:
+    """Each global hook registry (handle id -> hook) with its module-qualified name."""
     from torch.nn.modules import module
     from torch.optim import optimizer
 

@@ -184,3 +184,31 @@ def test_a_module_attribute_that_collects_activations_is_named() -> None:
     (said,) = [w for w in report.warnings if KEPT in w]
     assert "keeps 16 KiB more" in said
     assert "the list 'activations' (an attribute of the model) grows by 1 item" in said
+
+
+def test_a_list_inside_a_history_dict_is_named() -> None:
+    """``history["preds"].append(...)``: the dict keeps its one key, the list under it grows."""
+    from collections import defaultdict
+
+    history: defaultdict[str, list[torch.Tensor]] = defaultdict(list)
+    history["loss"].append(torch.zeros(()))  # a key made before, whose list stays
+    report = profile(model_provider, input_provider,
+                     provider(lambda loss, out: history["preds"].append(out.detach())),
+                     batch_size=64)
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert ("the list under 'preds' in the defaultdict 'history' (kept by the step) grows by "
+            "1 item") in said, said
+
+
+def test_a_global_module_hook_that_stores_outputs_is_named() -> None:
+    stored: list[torch.Tensor] = []
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda module, args, out: stored.append(out) if isinstance(module, nn.ReLU) else None)
+    try:
+        report = profile(model_provider, input_provider, provider(lambda loss, out: None),
+                         batch_size=16)
+    finally:
+        handle.remove()
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert "keeps 16 KiB more" in said
+    assert "the list 'stored' (kept by a global forward hook) grows by 1 item" in said, said
