@@ -23,7 +23,9 @@ allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._trac
 from __future__ import annotations
 
 import gc
+import inspect
 import itertools
+import types
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -191,18 +193,32 @@ def growing(snapshots: Sequence[Containers]) -> list[str]:
 
 
 def _reachable(function: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
-    """``step_items`` and the globals the function's code names, and the same for the plain
-    functions among them (``depth`` levels: a step that calls a helper that appends)."""
+    """``step_items`` and the globals the function's code names, the public attributes of
+    the plain objects among them, and the same for the plain functions among them (``depth``
+    levels: a step that calls a helper that appends)."""
+    kept = list(step_items(function))  # a bound method's object too, before it is unbound
     function = getattr(function, "__func__", function)
     names = getattr(getattr(function, "__code__", None), "co_names", ())
     namespace = getattr(function, "__globals__", {})
-    items = [*step_items(function),
-             *((name, namespace[name]) for name in names if name in namespace)]
+    items = [*kept, *((name, namespace[name]) for name in names if name in namespace)]
     yield from items
+    for name, value in items:  # a metrics logger the step calls keeps its lists in itself
+        if _plain_object(value):
+            yield from ((f"{name}.{attr}", v) for attr, v in vars(value).items()
+                        if not attr.startswith("_"))
     if depth > 1:
         for _, value in items:
             if hasattr(value, "__code__") and value is not function:
                 yield from _reachable(value, depth - 1)
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance of a user's class whose attributes may hold what the step keeps (not a
+    function, class or module; not an ``nn.Module``, whose attributes are looked at as the
+    model's)."""
+    return (isinstance(getattr(value, "__dict__", None), dict)
+            and not isinstance(value, (type, types.ModuleType, torch.nn.Module))
+            and not inspect.isroutine(value))
 
 
 def _newest_has_tensor(value: Any) -> bool:

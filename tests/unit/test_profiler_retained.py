@@ -212,3 +212,43 @@ def test_a_global_module_hook_that_stores_outputs_is_named() -> None:
     (said,) = [w for w in report.warnings if KEPT in w]
     assert "keeps 16 KiB more" in said
     assert "the list 'stored' (kept by a global forward hook) grows by 1 item" in said, said
+
+
+class Trainer:
+    """A training loop written as a class: the iteration provider returns its bound method."""
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model, self.opt = model, torch.optim.SGD(model.parameters(), lr=0.01)
+        self.outputs: list[torch.Tensor] = []
+
+    def step(self, x, y):
+        self.opt.zero_grad()
+        out = self.model(x)
+        loss = nn.functional.cross_entropy(out, y)
+        loss.backward()
+        self.opt.step()
+        self.outputs.append(out.detach())
+        return loss
+
+
+class MetricsLogger:
+    def __init__(self) -> None:
+        self.predictions: list[torch.Tensor] = []
+
+    def add(self, out: torch.Tensor) -> None:
+        self.predictions.append(out.detach())
+
+
+LOGGER = MetricsLogger()
+
+
+@pytest.mark.parametrize(("iteration_provider", "named"), [
+    (lambda model: Trainer(model).step, "the list 'outputs' (kept by the step)"),
+    (provider(lambda loss, out: LOGGER.add(out)),
+     "the list 'LOGGER.predictions' (kept by the step)"),
+], ids=["a bound method's object", "an object the step calls"])
+def test_a_list_kept_in_an_object_is_named(iteration_provider, named) -> None:
+    report = profile(model_provider, input_provider, iteration_provider, batch_size=64)
+    LOGGER.predictions.clear()
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert f"{named} grows by 1 item" in said, said
