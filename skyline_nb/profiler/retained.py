@@ -48,8 +48,9 @@ ALIVE_BYTES = 4081  # phases.py marks with 4085–4091, step_peak.py with 4093
 MIN_SHARE, MIN_BYTES, AGREE = 0.001, 1024, 0.25
 # Readings needed: after three iterations (the first may make lazy state).
 READINGS = 3
-# id -> (what it is, the container, its length)
-Containers = dict[int, tuple[str, Any, int]]
+# id (a tensor: its label) -> (what it is, the container or None for a tensor, its length or
+# element count); a tensor is not held: held, each iteration's replaced one would stay alive
+Containers = dict[int | str, tuple[str, Any, int]]
 _GROWABLE = (list, dict, set, deque)
 # A dict's values looked into for containers: its first this many (a history dict has a few
 # keys; a cache keyed by input may have thousands, and is read after every warm-up step).
@@ -129,11 +130,12 @@ def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = ()) -> str
 
 
 def containers(trial: Trial) -> Containers:
-    """The lists, dicts, deques and sets the step can be seen to keep, with their lengths:
-    in its closure, its object's attributes and the globals it names, the same for every
-    hook on the model's modules and every global hook (``register_module_forward_hook``), the
-    modules' own attributes (a forward that stores its activations in ``self.activations``),
-    and the containers among a dict's values (``history["preds"].append(out)``)."""
+    """The lists, dicts, deques and sets the step can be seen to keep, with their lengths,
+    and the tensors, with their element counts: in its closure, its object's attributes and
+    the globals it names, the same for every hook on the model's modules and every global
+    hook (``register_module_forward_hook``), the modules' own attributes (a forward that
+    stores its activations in ``self.activations``), and the containers among a dict's values
+    (``history["preds"].append(out)``)."""
     items = [("kept by the step", item)
              for item in _reachable(trial.user_iteration or trial.iteration)]
     for where, module in _named_modules(trial):
@@ -152,6 +154,9 @@ def containers(trial: Trial) -> Containers:
         for label, container in _growables(name, value):
             if id(container) not in found:
                 found[id(container)] = (f"{label} ({owner})", container, len(container))
+        if isinstance(value, torch.Tensor):  # ``all_preds = torch.cat([all_preds, out])``
+            label = f"the tensor '{name}' ({owner})"
+            found.setdefault(label, (label, None, value.numel()))
     return found
 
 
@@ -178,7 +183,8 @@ def _named_modules(trial: Trial) -> Iterator[tuple[str, torch.nn.Module]]:
 
 def growing(snapshots: Sequence[Containers]) -> list[str]:
     """What grew by the same number of items (at least one) over each of the last two
-    iterations, its newest item holding a tensor, with that number."""
+    iterations, its newest item holding a tensor, with that number; or a tensor by the same
+    number of elements."""
     if len(snapshots) < READINGS:
         return []
     first, second, third = snapshots[-READINGS:]
@@ -187,8 +193,10 @@ def growing(snapshots: Sequence[Containers]) -> list[str]:
         if key not in first or key not in second:
             continue
         added = length - second[key][2]
-        if added >= 1 and second[key][2] - first[key][2] == added and _newest_has_tensor(value):
-            named.append(f"{label} grows by {added} item{'s' if added > 1 else ''}")
+        unit = "element" if value is None else "item"
+        if (added >= 1 and second[key][2] - first[key][2] == added
+                and (value is None or _newest_has_tensor(value))):
+            named.append(f"{label} grows by {added:,} {unit}{'s' if added > 1 else ''}")
     return named
 
 
