@@ -92,7 +92,10 @@ class Readings:
             self.alive.append(int(self.device.memory_allocated() or 0))
         else:
             mark(ALIVE_BYTES)
-        self.snapshots.append(containers(self.trial))
+        try:
+            self.snapshots.append(containers(self.trial))
+        except Exception:  # the user's objects run their own code when read: naming is a
+            self.snapshots.append({})  # courtesy, and a failing one names nothing
 
     def kept(self, peak_bytes: int) -> tuple[int, list[str]]:
         """Bytes kept per iteration (``kept_per_step``) and what grows with them."""

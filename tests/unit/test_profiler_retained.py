@@ -280,3 +280,26 @@ def test_a_tensor_concatenated_at_every_step_is_named_one_replaced_is_not() -> N
     report = profile(model_provider, input_provider, provider(replacing), batch_size=64)
     LAST_OUTPUT = torch.zeros(0, 10)
     assert not [w for w in report.warnings if KEPT in w], report.warnings
+
+
+class Unreadable:
+    """An object whose attributes cannot be read (a proxy to something gone)."""
+
+    @property
+    def __dict__(self):
+        raise RuntimeError("the proxied object is gone")
+
+
+UNREADABLE = Unreadable()
+
+
+def test_an_object_that_fails_to_be_read_names_nothing_and_the_bytes_are_still_reported() -> None:
+    kept: list[torch.Tensor] = []
+
+    def keep(loss, out):
+        assert UNREADABLE is not None
+        kept.append(out.detach())
+
+    report = profile(model_provider, input_provider, provider(keep), batch_size=64)
+    (said,) = [w for w in report.warnings if KEPT in w]
+    assert "keeps 2.50 KiB more" in said and "e.g. outputs appended to a list" in said, said
