@@ -100,7 +100,10 @@ class Readings:
     def kept(self, peak_bytes: int) -> tuple[int, list[str]]:
         """Bytes kept per iteration (``kept_per_step``) and what grows with them."""
         kept = kept_per_step(self.alive, peak_bytes)
-        return kept, growing(self.snapshots) if kept else []
+        try:
+            return kept, growing(self.snapshots) if kept else []
+        except Exception:  # a container of the user's whose newest item cannot be read
+            return kept, []
 
 
 def kept_per_step(alive: Sequence[int], peak_bytes: int) -> int:

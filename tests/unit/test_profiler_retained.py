@@ -293,13 +293,32 @@ class Unreadable:
 UNREADABLE = Unreadable()
 
 
-def test_an_object_that_fails_to_be_read_names_nothing_and_the_bytes_are_still_reported() -> None:
+class Log(list):
+    """A list that refuses indexing (a user's own container class)."""
+
+    def __getitem__(self, index):
+        raise RuntimeError("read through the iterator only")
+
+
+def keep_beside_an_unreadable_object():
     kept: list[torch.Tensor] = []
 
     def keep(loss, out):
         assert UNREADABLE is not None
         kept.append(out.detach())
 
-    report = profile(model_provider, input_provider, provider(keep), batch_size=64)
+    return keep
+
+
+def keep_in_a_log():
+    kept = Log()
+    return lambda loss, out: kept.append(out.detach())
+
+
+@pytest.mark.parametrize("keeper", [keep_beside_an_unreadable_object, keep_in_a_log],
+                         ids=["an unreadable object", "an unindexable list"])
+def test_an_object_that_fails_to_be_read_names_nothing_and_the_bytes_are_still_reported(
+        keeper) -> None:
+    report = profile(model_provider, input_provider, provider(keeper()), batch_size=64)
     (said,) = [w for w in report.warnings if KEPT in w]
     assert "keeps 2.50 KiB more" in said and "e.g. outputs appended to a list" in said, said
