@@ -21,21 +21,36 @@ from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTri
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.sample_plan import sample_curve
-from skyline_nb.profiler.timing import HEADLINE, SAMPLE
+from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
 
-# Sampling other batch sizes may take this many of the user's iterations (at least
-# SAMPLING_FLOOR_MS): with the profile's own ~17, the whole stays near 30 (BENCHMARKS.md).
-# On a GPU the rest of a profile takes 50–580 of the user's iterations (op timing, the memory
-# run, building the trial: stage_cost.py on an H100), so sampling may take more of them there:
-# 4× the user's batch of a 10.9 ms Transformer costs ~170 ms beyond its ½× and 2× (a floor of
-# 500 ms instead sent the 4 ms CNN's samples to 16× at 2.9× its profile's cost; the bar is
-# 1.5×).
-SAMPLING_BUDGET, CUDA_SAMPLING_BUDGET, SAMPLING_FLOOR_MS = 13, 45, 250.0
-# Within that budget a GPU's samples go on doubling to 16× the user's batch (issue 15's
-# held-out range; ``sample_plan``), a CPU's stop at 4× (its budget rarely reaches even that).
-CUDA_REACH, REACH = 16, 4
+SAMPLING_FLOOR_MS = 250.0
 MAX_TOLERANCE = 0.15
+
+
+@dataclass(frozen=True)
+class SamplingPolicy:
+    """How a device's samples are taken: how precisely each size is timed, how many of the
+    user's iterations they may take in all (at least ``SAMPLING_FLOOR_MS``), and the multiple
+    of the user's batch they may extend to beyond 4× within that budget (``sample_plan``)."""
+
+    precision: Precision
+    budget: int
+    reach: int
+
+
+# A CPU: samples timed as ``timing.SAMPLE`` says; 13 of the user's iterations, so that with
+# the profile's own ~17 the whole stays near 30 (BENCHMARKS.md); to 4× (the budget rarely
+# reaches even that).
+CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 4)
+# A GPU: iterations of a few ms cost little to time as well as the headline (10 ms samples gave
+# 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %); the rest of a profile takes 50–580 of
+# the user's iterations there (op timing, the memory run, building the trial: stage_cost.py on
+# an H100), so sampling may take 45: 4× the user's batch of a 10.9 ms Transformer costs ~170 ms
+# beyond its ½× and 2× (a floor of 500 ms instead sent the 4 ms CNN's samples to 16× at 2.9×
+# its profile's cost; the bar is 1.5×); and to 16×, issue 15's held-out range (an H100's MLP
+# measured to 4× was 7.7 % off up to 16×). BENCHMARKS.md.
+CUDA_SAMPLING = SamplingPolicy(HEADLINE, 45, 16)
 
 
 @dataclass
@@ -70,9 +85,8 @@ def sample_sizes(
     first = warm.user
     user = first.batch_size
     timings: dict[int, SampleTiming] = {}
-    # GPU iterations of a few ms cost little to time as well as the headline (10 ms samples
-    # gave 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %: BENCHMARKS.md)
-    precision = HEADLINE if dev.kind == "cuda" else SAMPLE
+    policy = CUDA_SAMPLING if dev.kind == "cuda" else CPU_SAMPLING
+    precision = policy.precision
 
     def measure(n: int) -> tuple[int, float]:
         reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
@@ -90,9 +104,8 @@ def sample_sizes(
     found = sample_curve(
         measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
         oom_errors=dev.oom_types, tolerance=tolerance,
-        budget_ms=max(first.iteration_ms * (CUDA_SAMPLING_BUDGET if dev.kind == "cuda"
-                                             else SAMPLING_BUDGET), SAMPLING_FLOOR_MS),
-        retime=retime, reach=CUDA_REACH if dev.kind == "cuda" else REACH)
+        budget_ms=max(first.iteration_ms * policy.budget, SAMPLING_FLOOR_MS),
+        retime=retime, reach=policy.reach)
     chosen = [timings[n] for n in found.peaks if n != user]
     busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:

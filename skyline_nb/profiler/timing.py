@@ -103,11 +103,11 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision) ->
     """Step and time single iterations, in chunks of about ``CHUNK_MS`` (at least the device's
     ``min_chunk`` iterations), until ``precision`` is met or its patience runs out (iterations
     that waited count against it)."""
-    timing = Timing()
+    timing, fewest = Timing(), device.min_chunk
     while _pending(timing, precision):
-        fewest = device.min_chunk
-        n = (fewest if not timing.ms else
-             max(fewest, min(MAX_CHUNK, math.ceil(CHUNK_MS / statistics.median(timing.ms)))))
+        n = fewest
+        if timing.ms:
+            n = max(fewest, min(MAX_CHUNK, math.ceil(CHUNK_MS / statistics.median(timing.ms))))
         times, fraction = timed_chunk(step, device, n)
         timing.add(times, fraction > QUIET_WAIT)
     return timing

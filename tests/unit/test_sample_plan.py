@@ -23,12 +23,7 @@ from skyline_nb.profiler import iteration, sample_plan, timing
 from skyline_nb.profiler.device import resolve_device
 from skyline_nb.profiler.providers import Trial
 from skyline_nb.profiler.sample_plan import FLAT_REACH, sample_curve
-from skyline_nb.profiler.samples import (
-    CUDA_REACH,
-    CUDA_SAMPLING_BUDGET,
-    SAMPLING_BUDGET,
-    SAMPLING_FLOOR_MS,
-)
+from skyline_nb.profiler.samples import CPU_SAMPLING, CUDA_SAMPLING, SAMPLING_FLOOR_MS
 
 MB = 1 << 20
 
@@ -118,13 +113,14 @@ def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(monkeyp
         return t
 
     h100 = Machine(gpu_time, lambda n: int(np.interp(n, list(peaks), list(peaks.values()))))
-    found, models = sample(h100, 32, budget_ms=CUDA_SAMPLING_BUDGET * times[32],
+    found, models = sample(h100, 32, budget_ms=CUDA_SAMPLING.budget * times[32],
                            tolerance=0.05)
     assert sorted(found.peaks) == [16, 32, 64, 128]
     for n in (192, 256, 384, 512):
         assert models.predict_peak_bytes(n) == pytest.approx(peaks[n], rel=0.002)
     clock["ms"] = 0.0
-    budget = max(SAMPLING_BUDGET * times[32], SAMPLING_FLOOR_MS)  # a CPU's, and the GPU's before
+    # a CPU's budget, and the GPU's before
+    budget = max(CPU_SAMPLING.budget * times[32], SAMPLING_FLOOR_MS)
     found, models = sample(h100, 32, budget_ms=budget, tolerance=0.05)
     assert sorted(found.peaks) == [16, 32, 64]  # memory 2 % low at 16×
     assert models.predict_peak_bytes(512) < 0.985 * peaks[512]
@@ -149,20 +145,21 @@ def test_a_gpu_samples_to_16x_where_its_cheap_iterations_afford_it(monkeypatch) 
         clock["ms"] = 0.0
         found = sample_curve(Machine(gpu_time), 32, MB * 32, times[32], 1 << 40,
                              oom_errors=(FakeOutOfMemory,), tolerance=0.05,
-                             budget_ms=max(CUDA_SAMPLING_BUDGET * times[32], SAMPLING_FLOOR_MS),
+                             budget_ms=max(CUDA_SAMPLING.budget * times[32], SAMPLING_FLOOR_MS),
                              reach=reach)
         sizes = sorted(found.peaks)
         models = PerformanceModels.from_samples(
             sizes, [found.times[n] for n in sizes], [found.peaks[n] for n in sizes], 1 << 40,
             found.reason, tolerance=0.05)
-        assert models.can_manipulate and max(sizes) == (512 if reach == CUDA_REACH else 128)
+        assert models.can_manipulate
+        assert max(sizes) == (512 if reach == CUDA_SAMPLING.reach else 128)
         held_out = (48, 96, 192, 256, 384, 512)  # the benchmark's, 1.5× to 16×
         return [abs(models.predict_iteration_ms(n) / times[n] - 1) for n in held_out]
 
-    assert np.mean(errors(4)) > 0.07  # to 128: the old plan, a CPU's reach
+    assert np.mean(errors(CPU_SAMPLING.reach)) > 0.07  # to 128: the old plan, a CPU's reach
     # 384 stays 7 % above the straight piece through 256 and 512 (a matmul's tile count), and
     # 48 read less than 32 (the host's noise)
-    assert np.mean(errors(CUDA_REACH)) < 0.04
+    assert np.mean(errors(CUDA_SAMPLING.reach)) < 0.04
 
 
 def test_super_linear_time_is_followed_through_the_samples() -> None:
