@@ -123,7 +123,7 @@ PLACES = [
     ("timed_chunk", 5),
     ("OperationTracker.__enter__", 1),
     ("SavedTensorTracker.active", 1),
-    ("_op_times", 1),
+    ("op_times", 1),
     ("build_tree", 1),
     ("_restore", 1),
     ("remove_global_hooks_since", 1),

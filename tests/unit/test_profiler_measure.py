@@ -66,7 +66,7 @@ def test_profile_with_predictions():
 def test_level2_run_count_grows_for_short_runs_and_stays_odd():
     """One quiet run when it is long; short runs get more repeats (a median of a few tiny runs
     is load-sensitive), up to a cap."""
-    from skyline_nb.profiler.session import LEVEL2_MAX_RUNS, more_level2_runs
+    from skyline_nb.profiler.level2 import LEVEL2_MAX_RUNS, more_level2_runs
 
     def count(wall_ms: float, waited: bool = False) -> int:
         runs: list[tuple[float, bool]] = []
@@ -82,7 +82,7 @@ def test_level2_run_count_grows_for_short_runs_and_stays_odd():
 
 def test_level2_runs_that_waited_are_retried_within_a_patience():
     """Runs during which another process held the cores do not count; retries are bounded."""
-    from skyline_nb.profiler.session import LEVEL2_PATIENCE_MS, more_level2_runs
+    from skyline_nb.profiler.level2 import LEVEL2_PATIENCE_MS, more_level2_runs
 
     runs = [(20.0, True), (20.0, True)]
     assert more_level2_runs(runs)
@@ -124,9 +124,9 @@ def test_reconciling_a_busy_machine_is_bounded_by_the_first_pass(monkeypatch):
     headline is timed once more and the profile goes on (a GRU took 25–31 s before)."""
     import time as clock
 
-    from skyline_nb.profiler import session
+    from skyline_nb.profiler import level2
 
-    real_op_times = session._op_times
+    real_op_times = level2.op_times
     calls, retimes = [], []
 
     def slow_op_times(*args, **kwargs):
@@ -139,7 +139,7 @@ def test_reconciling_a_busy_machine_is_bounded_by_the_first_pass(monkeypatch):
     report = _never_consistent(monkeypatch, slow_op_times, retimes)
     assert report.iteration_ms > 0
     # first pass + passes started before the deadline (2 × the first pass later): 3, not 7
-    assert len(calls) <= 2 + session.RECONCILE_SHARE < 1 + session.RECONCILE_ATTEMPTS
+    assert len(calls) <= 2 + level2.RECONCILE_SHARE < 1 + level2.RECONCILE_ATTEMPTS
     assert len(retimes) == len(calls)  # each inconsistent pass, and the last word, re-time
 
 
@@ -147,9 +147,9 @@ def test_two_quiet_passes_alike_end_reconciling(monkeypatch):
     """An excess the instrumentation itself makes (the same in every quiet pass: a packed GRU
     does more work under a dispatch mode) is not measured away: after the second pass agrees
     with the first, the headline is timed once more and the profile goes on."""
-    from skyline_nb.profiler import session
+    from skyline_nb.profiler import level2
 
-    real_op_times = session._op_times
+    real_op_times = level2.op_times
     calls, retimes = [], []
 
     def systematic_op_times(*args, **kwargs):
@@ -167,12 +167,12 @@ def test_two_quiet_passes_alike_end_reconciling(monkeypatch):
 def _never_consistent(monkeypatch, op_times, retimes: list) -> object:
     """Profile the example MLP with ``op_times`` for the instrumented passes, Σ ops never
     taken as consistent with the headline, and each headline re-time appended to ``retimes``."""
-    from skyline_nb.profiler import session
+    from skyline_nb.profiler import level2
 
-    real_retime = session._retime_headline
-    monkeypatch.setattr(session, "_op_times", op_times)
-    monkeypatch.setattr(session, "_consistent", lambda level1, ops: False)
-    monkeypatch.setattr(session, "_retime_headline",
+    real_retime = level2.retime_headline
+    monkeypatch.setattr(level2, "op_times", op_times)
+    monkeypatch.setattr(level2, "consistent", lambda level1, ops: False)
+    monkeypatch.setattr(level2, "retime_headline",
                         lambda *a: (retimes.append(1), real_retime(*a)))
     return profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
                    mlp.skyline_iteration_provider, batch_size=8, device="cpu", predict=False)
@@ -183,9 +183,9 @@ def test_op_times_a_busier_machine_inflated_are_scaled_to_the_headline(monkeypat
     headline's iterations did not) used to leave untracked time at −68 … −259 % under load (CI,
     2026-11-25). The breakdown now adds up to the step, keeps each op's measured share and says
     why."""
-    from skyline_nb.profiler import session
+    from skyline_nb.profiler import level2
 
-    real_op_times = session._op_times
+    real_op_times = level2.op_times
     shares = []
 
     def busier_op_times(*args, **kwargs):
@@ -194,7 +194,7 @@ def test_op_times_a_busier_machine_inflated_are_scaled_to_the_headline(monkeypat
         shares.append([(r.forward_ms + (r.backward_ms or 0.0)) / ops.ops_ms() for r in ops.records])
         return ops, starved
 
-    monkeypatch.setattr(session, "_op_times", busier_op_times)
+    monkeypatch.setattr(level2, "op_times", busier_op_times)
     report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
                      mlp.skyline_iteration_provider, batch_size=8, device="cpu", predict=False)
     assert impossible_values(report) == [], report.warnings
