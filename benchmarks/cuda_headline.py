@@ -7,8 +7,8 @@ the headline of ``profile(predict=False)``, a fresh trial's level 1 (``measure_i
 what the held-out truths are) and the user's plain loop (a fresh model, 10 warm-up steps, then
 the median of 30 steps each timed to a device synchronize), the same loop pipelined (30 steps,
 one synchronize at the end: what a training loop runs at when the host launches ahead), each
-with the SM clock (MHz, NVML) read just before. A headline that the profile timed again after
-its op timing (``session._retime_headline``: the op times did not fit the first) is marked.
+with the SM clock (MHz, NVML) read just before. A profile whose op times exceeded its headline
+and were scaled to it (``level2.fit_to_headline``) is marked "scaled".
 Printed: one line per measurement, then medians per kind.
 
     PYTHONPATH=$PWD python3 benchmarks/cuda_headline.py --models transformer:8 lstm:32
@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prediction_accuracy import providers
+
+SCALED = "op times are scaled to the step"  # level2.fit_to_headline's warning
 
 
 def plain_loop_ms(provs: tuple, batch: int, device: str, pipelined: bool = False) -> float:
@@ -77,17 +79,7 @@ def main() -> None:
     import torch
 
     import skyline_nb
-    from skyline_nb.profiler import session
     from skyline_nb.profiler.prepare import measure_iteration
-
-    retimed = []
-    retime = session._retime_headline
-
-    def counted(*args: object) -> None:
-        retimed.append(True)
-        retime(*args)
-
-    session._retime_headline = counted
 
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__} | {torch.cuda.get_device_name()}")
     for pair in args.models:
@@ -99,17 +91,19 @@ def main() -> None:
             kinds = list(found) if round_ % 2 == 0 else list(found)[::-1]
             for kind in kinds:
                 mhz = clock_mhz()
-                retimed.clear()
+                scaled = False
                 if kind == "headline":
-                    ms = skyline_nb.profile(*provs, batch_size=int(batch), device="cuda",
-                                            predict=False).iteration_ms
+                    report = skyline_nb.profile(*provs, batch_size=int(batch), device="cuda",
+                                                predict=False)
+                    ms = report.iteration_ms
+                    scaled = any(SCALED in w for w in report.warnings)
                 elif kind == "level1":
                     ms = measure_iteration(*provs, int(batch), "cuda").iteration_ms
                 else:
                     ms = plain_loop_ms(provs, int(batch), "cuda", kind == "pipelined")
                 found[kind].append(ms)
                 print(f"{name}({label})@{batch} round {round_} {kind}: {ms:.2f} ms "
-                      f"(SM clock before: {mhz} MHz){' retimed' * bool(retimed)}", flush=True)
+                      f"(SM clock before: {mhz} MHz){' scaled' * scaled}", flush=True)
         print(f"{name}@{batch} medians: " + ", ".join(
             f"{kind} {statistics.median(v):.2f} ms" for kind, v in found.items()), flush=True)
 

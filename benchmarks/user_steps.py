@@ -1,5 +1,6 @@
-"""Training steps as users write them (``tests/unit/user_models.py``): what each profile shows,
-against the user's own plain loop and a plain measurement of the peak.
+"""Training steps as users write them (``tests/unit/user_models.py``; with ``--hf``, Hugging Face
+models from small configs, ``tests/unit/hf_models.py``): what each profile shows, against the
+user's own plain loop and a plain measurement of the peak.
 
 For each model, at its input provider's default batch, each ROUND: a plain loop's median
 iteration (warm model, wall clock), then ``skyline_nb.profile``, then a plain loop at 2× the
@@ -15,6 +16,7 @@ batch. Printed per model (medians over rounds, worst in brackets where it matter
 
     python benchmarks/user_steps.py --rounds 3
     python benchmarks/user_steps.py --rounds 3 --threads 1
+    python benchmarks/user_steps.py --rounds 3 --hf
 """
 
 from __future__ import annotations
@@ -76,9 +78,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="default: torch's own")
     parser.add_argument("--models", nargs="+", default=None)
+    parser.add_argument("--hf", action="store_true", help="the Hugging Face models instead")
     args = parser.parse_args()
     import torch
-    import user_models
+
+    if args.hf:
+        import hf_models as catalog
+    else:
+        import user_models as catalog
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -87,8 +94,8 @@ def main() -> None:
     print("| model | batch | iter % | untracked % | other % | mem % | 2× % | cost (iters) "
           "| impossible | warnings |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    for name in args.models or list(user_models.ALL):
-        providers = user_models.ALL[name]()
+    for name in args.models or list(catalog.ALL):
+        providers = catalog.ALL[name]()
         batch = inspect.signature(providers[1]).parameters["batch_size"].default
         rows = [one_round(providers, batch) for _ in range(args.rounds)]
         print(f"| {name} | {batch} | {median(rows, 'iter', True)} | "

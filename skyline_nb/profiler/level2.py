@@ -4,13 +4,18 @@ Instrumented runs of the warm trial (``operations.OperationTracker``: no other t
 along, the memory run has them) give each op's time as the median over the quiet runs. Level 1
 (the headline) and level 2 are measurements of the same step at different moments; where Σ op
 times exceed the headline beyond the instrumentation's own cost, the two describe different
-moments of a busy machine, so the op times are measured again and the headline re-timed, within
-a bound; what still exceeds it is scaled to the headline (``fit_to_headline``), with a warning.
-"""
+moments of a machine whose pace moved, so the op times are measured again, within a bound; what
+still exceeds it is scaled to the headline (``fit_to_headline``: shares as measured), with a
+warning.
 
+The headline is never timed again for them. It used to be, whenever the op times still read
+slow: a re-timing chosen because the machine was slow then is not a moment like any other, and
+it moved the headline up by a median 15–22 % in the fifth of quiet profiles where it happened,
++3.3 … +4.6 % on average over all of them (example models, 2 and 1 threads; under a spinning
+process −56 … +242 %); the first timing is the unbiased one (BENCHMARKS.md, session 17).
+"""
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Any
 
@@ -21,7 +26,7 @@ from skyline_nb.profiler.iteration import IterationResult
 from skyline_nb.profiler.operations import OperationTracker, merge_median
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.stacks import UserCode
-from skyline_nb.profiler.timing import HEADLINE, QUIET_WAIT, time_steps
+from skyline_nb.profiler.timing import QUIET_WAIT
 
 # Instrumented iterations; each op's time is the median over the quiet ones (those during which
 # no other process kept this one's threads waiting for a CPU). One quiet run when it lasts at
@@ -34,8 +39,9 @@ LEVEL2_MAX_RUNS, LEVEL2_BUDGET_MS, LEVEL2_PATIENCE_MS = 9, 10.0, 300.0
 # describe different moments of a busy machine (noise and ~2 µs of dispatch per op are below).
 UNTRACKED_TOLERANCE = 0.10
 # Reconciling may take up to RECONCILE_ATTEMPTS runs and RECONCILE_SHARE times the first pass,
-# then the headline is timed once more: a GRU's instrumented runs (1.6–6 s each on a noisy host)
-# made six attempts cost 25–31 s, past what a notebook user waits for (seen in CI, 2026-11-25).
+# then the op times are scaled to the headline: a GRU's instrumented runs (1.6–6 s each on a
+# noisy host) made six attempts cost 25–31 s, past what a notebook user waits for (CI,
+# 2026-11-25).
 RECONCILE_ATTEMPTS, RECONCILE_SHARE = 6, 2.0
 # Two quiet instrumented passes whose Σ op times agree within this share measured the same
 # thing: an excess over the headline they share is systematic (a GRU over a packed sequence does
@@ -65,10 +71,10 @@ def reconciled_op_times(
     level1: IterationResult, trial: Any, dev: Device, user_code: UserCode, memory_wall_ms: float,
     warnings: list[str], reporter: Reporter,
 ) -> tuple[OperationTracker, bool]:
-    """The op times of the warm ``trial``, reconciled with ``level1`` (re-timed where they
-    describe another moment; the module doc): the merged tracker, and whether its ops were
-    scaled to the headline. ``memory_wall_ms``: the memory
-    run's host time, which sets how long a GPU's queue is held before each run."""
+    """The op times of the warm ``trial``, reconciled with ``level1``'s headline, which stays
+    as measured (the module doc): the merged tracker, and whether its ops were scaled to the
+    headline. ``memory_wall_ms``: the memory run's host time, which sets how long a GPU's
+    queue is held before each run."""
     hold = HOLD_FACTOR * memory_wall_ms + HOLD_MARGIN_MS if dev.kind == "cuda" else 0.0
     started = time.perf_counter()
     ops, starved = op_times(trial, dev, user_code, hold, warnings, reporter)
@@ -76,20 +82,16 @@ def reconciled_op_times(
     deadline = now + RECONCILE_SHARE * (now - started)
     previous_ms = ops.ops_ms()
     for _ in range(RECONCILE_ATTEMPTS):
-        # Level 1 and level 2 measured at different moments of a busy machine (another process
-        # holding the cores, a scheduler starving a worker thread for seconds, a clock that
-        # changed): measure again, so that the breakdown and the headline describe the same
-        # conditions.
-        if consistent(level1, ops):
-            break
-        if time.perf_counter() > deadline:  # out of time: the headline has the last word
-            retime_headline(level1, trial, dev)
+        # Level 1 and level 2 measured at different moments of a machine whose pace moved
+        # (another process holding the cores, a scheduler starving a worker thread for seconds,
+        # a host's speed phases): measure the ops again, so that the breakdown describes the
+        # step at the headline's pace where it can.
+        if consistent(level1, ops) or time.perf_counter() > deadline:
             break
         ops, starved = op_times(trial, dev, user_code, hold, warnings, reporter)
-        if not consistent(level1, ops):
-            retime_headline(level1, trial, dev)
-            if not starved and abs(ops.ops_ms() - previous_ms) <= PASSES_AGREE * previous_ms:
-                break  # two quiet passes alike: the excess is the instrumentation's, not a moment's
+        agree = abs(ops.ops_ms() - previous_ms) <= PASSES_AGREE * previous_ms
+        if not consistent(level1, ops) and not starved and agree:
+            break  # two quiet passes alike: the excess is the instrumentation's, not a moment's
         previous_ms = ops.ops_ms()
     scaled = fit_to_headline(level1, ops, starved, warnings)
     if starved:
@@ -123,14 +125,6 @@ def op_times(
     if not merge_median(chosen[0], chosen[1:]):
         warnings.append("the steps ran different ops; op times come from one of them")
     return chosen[0], starved
-
-
-def retime_headline(level1: IterationResult, trial: Any, dev: Device) -> None:
-    """Time the headline again, every iteration counting: the conditions the op times were
-    measured in."""
-    timing = time_steps(trial.step, dev, HEADLINE)
-    level1.iteration_ms, level1.timing = statistics.median(timing.ms), timing
-    level1.converged = timing.settled(HEADLINE)
 
 
 def consistent(level1: IterationResult, ops: OperationTracker) -> bool:

@@ -9,7 +9,8 @@ Order of work (XSP's leveled approach: instrumentation never runs inside a timed
      source lines (``operations.py``), the storages saved for backward, weights, grads and
      optimizer state (``memory.py``); the op times reconciled with the headline (``level2.py``).
 Untracked time/memory = level 1 minus what level 2/3 accounted for, reported as is (negative
-values are kept and explained in ``warnings``, never scaled away silently). Isolation: ``isolation.py``.
+values are kept and explained in ``warnings``; op times beyond the headline are scaled to it,
+with a warning). Isolation: ``isolation.py``.
 """
 
 from __future__ import annotations
