@@ -1,12 +1,15 @@
-"""Models written by someone else: Hugging Face ``transformers`` architectures built from small
-configs (nothing downloaded), with training steps as their model cards write them.
+"""Models written by someone else: Hugging Face ``transformers`` BERT, GPT-2, Llama, Mixtral (a
+mixture of experts), OPT, T5 and ViT built from small configs (nothing downloaded), with the
+training step their model cards write (AdamW, the loss the model computes from its labels).
 
-Each entry returns the three providers. What they bring that our examples do not: rotary
-embeddings and grouped-query attention through SDPA (Llama), an encoder-decoder with relative
-position buckets and a loss over shifted labels (T5), a patch-embedding convolution and a
-classification head over the first token (ViT), token-type embeddings and a pooler (BERT), a
-learned-position decoder with a projection (OPT); Python work between ops in each (masks,
-position ids, the loss function), which the profile counts as untracked time.
+Shared by ``test_transformers_models.py`` and ``benchmarks/user_steps.py --hf``. What they bring
+that our examples do not: a ``ModelOutput`` (an ordered dict) holding the loss, masks and
+position ids built inside forward, tied weights (GPT-2), rotary embeddings and grouped-query
+attention (Llama, Mixtral), experts chosen per token (Mixtral), learned positions and a
+projection (OPT), relative position buckets in an encoder-decoder (T5), patches from a
+convolution (ViT); and Python work between ops, which a profile counts as untracked time.
+``transformers`` is a test extra, never a runtime dependency: import this only where it is
+installed.
 """
 
 from __future__ import annotations
@@ -15,121 +18,103 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+import transformers
 
 Providers = tuple[Callable[[], Any], Callable[..., tuple], Callable[[Any], Callable[..., Any]]]
-VOCAB, SEQ = 500, 32
+VOCAB, LENGTH = 1000, 32
 
 
-def _adamw_step(model: Any, loss_of: Callable[..., torch.Tensor]) -> Callable[..., None]:
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+def _iteration(with_labels: Callable[..., dict[str, Any]]) -> Callable[[Any], Callable[..., Any]]:
+    def iteration_provider(model: Any) -> Callable[..., Any]:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
 
-    def iteration(*inputs: torch.Tensor) -> None:
-        optimizer.zero_grad()
-        loss_of(*inputs).backward()
-        optimizer.step()
+        def step(*inputs: torch.Tensor) -> torch.Tensor:
+            optimizer.zero_grad()
+            loss = model(**with_labels(*inputs)).loss
+            loss.backward()
+            optimizer.step()
+            return loss.detach()
 
-    return iteration
+        return step
 
-
-def _causal_lm(cls_name: str, config: Any) -> Providers:
-    import transformers
-
-    def model() -> Any:
-        return getattr(transformers, cls_name)(config)
-
-    def inputs(batch_size: int = 8) -> tuple:
-        return (torch.randint(0, VOCAB, (batch_size, SEQ)),)
-
-    def iteration_of(net: Any) -> Callable[..., None]:
-        return _adamw_step(net, lambda ids: net(input_ids=ids, labels=ids).loss)
-
-    return model, inputs, iteration_of
+    return iteration_provider
 
 
-def llama() -> Providers:
-    """Llama: RMSNorm, rotary embeddings, grouped-query attention (4 heads, 2 key/value)."""
-    import transformers
+def _token_inputs(*shapes: tuple[int, int]) -> Callable[..., tuple]:
+    """An input provider at any batch: per (high, length), integers below ``high`` of shape
+    (batch, length), or (batch,) where ``length`` is 0 (class labels)."""
 
-    return _causal_lm("LlamaForCausalLM", transformers.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))
+    def input_provider(batch_size: int = 8) -> tuple:
+        generator = torch.Generator().manual_seed(0)
+        return tuple(torch.randint(0, high, (batch_size, length) if length else (batch_size,),
+                                   generator=generator) for high, length in shapes)
 
-
-def opt() -> Providers:
-    """OPT: a decoder with learned positions."""
-    import transformers
-
-    return _causal_lm("OPTForCausalLM", transformers.OPTConfig(
-        vocab_size=VOCAB, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
-        num_attention_heads=4, max_position_embeddings=64, word_embed_proj_dim=64))
+    return input_provider
 
 
-def bert_classifier() -> Providers:
-    """BERT fine-tuned for sequence classification: ids and labels in, the pooler's head."""
-    import transformers
-
-    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
-                                     num_attention_heads=4, intermediate_size=128, num_labels=2)
-
-    def model() -> Any:
-        return transformers.BertForSequenceClassification(config)
-
-    def inputs(batch_size: int = 8) -> tuple:
-        return torch.randint(0, VOCAB, (batch_size, SEQ)), torch.randint(0, 2, (batch_size,))
-
-    def iteration_of(net: Any) -> Callable[..., None]:
-        return _adamw_step(net, lambda ids, y: net(input_ids=ids, labels=y).loss)
-
-    return model, inputs, iteration_of
+def bert() -> Providers:
+    config = transformers.BertConfig(
+        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=LENGTH, num_labels=3)
+    return (lambda: transformers.BertForSequenceClassification(config),
+            _token_inputs((VOCAB, LENGTH), (3, 0)),
+            _iteration(lambda ids, labels: {"input_ids": ids, "labels": labels}))
 
 
-def t5() -> Providers:
-    """T5: encoder and decoder, relative position buckets, labels shifted into the decoder."""
-    import transformers
+def gpt2() -> Providers:
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=LENGTH, n_embd=64, n_layer=2,
+                                     n_head=4, bos_token_id=0, eos_token_id=0)
+    return (lambda: transformers.GPT2LMHeadModel(config), _token_inputs((VOCAB, LENGTH)),
+            _iteration(lambda ids: {"input_ids": ids, "labels": ids}))
 
+
+def _causal_lm(config_class: Any, model_class: Any, **config: Any) -> Providers:
+    built = config_class(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=LENGTH, **config)
+    return (lambda: model_class(built), _token_inputs((VOCAB, LENGTH)),
+            _iteration(lambda ids: {"input_ids": ids, "labels": ids}))
+
+
+def llama() -> Providers:  # grouped-query attention, rotary embeddings, RMSNorm, SwiGLU
+    return _causal_lm(transformers.LlamaConfig, transformers.LlamaForCausalLM)
+
+
+def mixtral() -> Providers:  # a mixture of experts: each token routed to 2 of 4 experts
+    return _causal_lm(transformers.MixtralConfig, transformers.MixtralForCausalLM,
+                      num_local_experts=4, num_experts_per_tok=2)
+
+
+def opt() -> Providers:  # a decoder with learned positions
+    config = transformers.OPTConfig(vocab_size=VOCAB, hidden_size=64, ffn_dim=128,
+                                    num_hidden_layers=2, num_attention_heads=4,
+                                    max_position_embeddings=LENGTH, word_embed_proj_dim=64)
+    return (lambda: transformers.OPTForCausalLM(config), _token_inputs((VOCAB, LENGTH)),
+            _iteration(lambda ids: {"input_ids": ids, "labels": ids}))
+
+
+def t5() -> Providers:  # an encoder-decoder with relative position buckets
     config = transformers.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128,
                                    num_layers=2, num_heads=4, decoder_start_token_id=0)
-
-    def model() -> Any:
-        return transformers.T5ForConditionalGeneration(config)
-
-    def inputs(batch_size: int = 8) -> tuple:
-        return (torch.randint(0, VOCAB, (batch_size, SEQ)),
-                torch.randint(0, VOCAB, (batch_size, SEQ // 2)))
-
-    def iteration_of(net: Any) -> Callable[..., None]:
-        return _adamw_step(net, lambda ids, y: net(input_ids=ids, labels=y).loss)
-
-    return model, inputs, iteration_of
+    return (lambda: transformers.T5ForConditionalGeneration(config),
+            _token_inputs((VOCAB, LENGTH), (VOCAB, LENGTH // 2)),
+            _iteration(lambda ids, labels: {"input_ids": ids, "labels": labels}))
 
 
-def vit() -> Providers:
-    """ViT: 8×8 patches of 32×32 images, SGD with momentum."""
-    import transformers
-
-    config = transformers.ViTConfig(image_size=32, patch_size=8, num_channels=3, hidden_size=64,
+def vit() -> Providers:  # patches from a convolution, images in, labels in
+    config = transformers.ViTConfig(image_size=32, patch_size=4, hidden_size=64,
                                     num_hidden_layers=2, num_attention_heads=4,
                                     intermediate_size=128, num_labels=10)
 
-    def model() -> Any:
-        return transformers.ViTForImageClassification(config)
+    def input_provider(batch_size: int = 8) -> tuple:
+        generator = torch.Generator().manual_seed(0)
+        return (torch.randn(batch_size, 3, 32, 32, generator=generator),
+                torch.randint(0, 10, (batch_size,), generator=generator))
 
-    def inputs(batch_size: int = 8) -> tuple:
-        return torch.randn(batch_size, 3, 32, 32), torch.randint(0, 10, (batch_size,))
-
-    def iteration_of(net: Any) -> Callable[..., None]:
-        optimizer = torch.optim.SGD(net.parameters(), lr=1e-2, momentum=0.9)
-
-        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
-            optimizer.zero_grad()
-            net(pixel_values=x, labels=y).loss.backward()
-            optimizer.step()
-
-        return iteration
-
-    return model, inputs, iteration_of
+    return (lambda: transformers.ViTForImageClassification(config), input_provider,
+            _iteration(lambda pixels, labels: {"pixel_values": pixels, "labels": labels}))
 
 
 ALL: dict[str, Callable[[], Providers]] = {
-    f.__name__: f for f in (llama, opt, bert_classifier, t5, vit)
+    f.__name__: f for f in (bert, gpt2, llama, mixtral, opt, t5, vit)
 }
