@@ -16,7 +16,12 @@ Printed per model and batch (medians over rounds, plus the worst single profile)
   the rounds, averaged over the user's batch and the held-out sizes: a floor no error above can
   be judged below (a shared host can move a plain loop's median by 10–40 % between rounds);
 - cost: the profile's wall time in plain iterations of the user's batch (≤ 30);
-- impossible: values ``report_checks.impossible_values`` finds (must be none).
+- impossible: values ``report_checks.impossible_values`` finds (must be none);
+- bracket %: the profile's iteration vs the mean of the plain loop before it and one more right
+  after it, and drift %: how far that second loop moved from the first. Their median is the
+  truth at the profile's moment as near as two loops can bracket it (a shared host's pace moves
+  ±20 % within seconds, BENCHMARKS.md, session 17); a bracket % far from 0 where the drift is
+  small is the profile's, not the host's.
 
     python benchmarks/trust.py                      # default threads, quiet
     python benchmarks/trust.py --threads 1 --load   # one thread, a competing process
@@ -69,8 +74,11 @@ def one_round(providers: tuple, batch: int, iterations: int) -> dict[str, float]
     start = time.perf_counter()
     report = skyline_nb.profile(*providers, batch_size=batch, device="cpu")
     wall_ms = (time.perf_counter() - start) * 1e3
+    after = plain_median(providers, batch, iterations)
     row = {
         "iter": 100 * (report.iteration_ms / truth - 1),
+        "bracket": 100 * (report.iteration_ms / ((truth + after) / 2) - 1),
+        "drift": 100 * (after / truth - 1),
         "untracked": 100 * report.untracked_ms / report.iteration_ms,
         "cost": wall_ms / truth,
         "wall": wall_ms / 1e3,
@@ -127,8 +135,8 @@ def main() -> None:
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} "
           f"threads, load={'one spinning process' if args.load else 'none'}")
     print("| model | batch | iter % | untracked % | pred % | mem % | noise % | cost (iters) "
-          "| wall s | impossible |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| wall s | impossible | bracket % | drift % |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     competitor = None
     if args.load:  # bounded: it ends by itself after an hour even if this script is killed
         competitor = subprocess.Popen(
@@ -145,8 +153,8 @@ def main() -> None:
                 print(f"| {name} | {batch} | {summary(rows, 'iter')} | "
                       f"{summary(rows, 'untracked')} | {summary(rows, 'pred')} | "
                       f"{summary(rows, 'mem')} | {noise(rows)} | {summary(rows, 'cost')} | "
-                      f"{summary(rows, 'wall')} | {int(sum(r['impossible'] for r in rows))} |",
-                      flush=True)
+                      f"{summary(rows, 'wall')} | {int(sum(r['impossible'] for r in rows))} | "
+                      f"{summary(rows, 'bracket')} | {summary(rows, 'drift')} |", flush=True)
     finally:
         if competitor is not None:
             competitor.kill()
