@@ -27,8 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prediction_accuracy import providers
 
-SCALED = "op times are scaled to the step"  # level2.fit_to_headline's warning
-
 
 def plain_loop_ms(provs: tuple, batch: int, device: str, pipelined: bool = False) -> float:
     """The user's own loop: median of 30 steps (each to a device synchronize on CUDA) after 10
@@ -79,6 +77,7 @@ def main() -> None:
     import torch
 
     import skyline_nb
+    from skyline_nb.profiler.level2 import SCALED
     from skyline_nb.profiler.prepare import measure_iteration
 
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__} | {torch.cuda.get_device_name()}")

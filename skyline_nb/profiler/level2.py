@@ -52,6 +52,9 @@ PASSES_AGREE = 0.10
 # timing run has one) plus a margin before each instrumented run (``Device.hold_queue``): 13–26 %
 # of a GPU profile (BENCHMARKS.md, session 12); ``benchmarks/cuda_hold.py`` tries shorter holds.
 HOLD_FACTOR, HOLD_MARGIN_MS = 2.0, 5.0
+# What the warning of a profile whose op times were scaled to its headline says (benchmarks
+# look for it).
+SCALED = "op times are scaled to the step"
 
 
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
@@ -152,8 +155,7 @@ def fit_to_headline(level1: IterationResult, ops: OperationTracker, starved: boo
            "the profiler's dispatch mode made some ops slower")
     warnings.append(
         f"the ops timed one by one add up to {format_ms(ops_ms)}, more than the whole step "
-        f"({format_ms(level1.iteration_ms)}): {why}; op times are scaled to the step, their "
-        "shares as measured"
+        f"({format_ms(level1.iteration_ms)}): {why}; {SCALED}, their shares as measured"
     )
     return True
 
