@@ -3,7 +3,8 @@
 # tests, the performance curves' accuracy (issue 15's GPU acceptance), memory by phase, memory
 # at the peak, where a profile's seconds go (stage_cost.py), how short the held queue may be
 # (cuda_hold.py) and whether the headline is what a training loop runs at (cuda_headline.py,
-# against the same loop pipelined to one synchronize). Each part has its own time limit and its
+# against the same loop pipelined to one synchronize; cuda_launch_bound.py, for a step the
+# host's launches pace). Each part has its own time limit and its
 # own output file, so a part cut short still leaves what the others printed.
 #
 #     PYTHONPATH=$PWD bash benchmarks/cuda_all.sh OUT_DIR
@@ -32,6 +33,7 @@ timeout 120 $py benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32 tr
 timeout 90 $py benchmarks/cuda_hold.py --factors 2 1 0.5 --rounds 3 > "$out/cuda_hold.txt" 2>&1
 timeout 90 $py benchmarks/cuda_headline.py --models mlp:8 transformer:8 lstm:8 --rounds 4 \
   > "$out/headline.txt" 2>&1
+timeout 60 $py benchmarks/cuda_launch_bound.py --rounds 8 >> "$out/headline.txt" 2>&1
 # a device run returns at most 8 files: the accuracy tables in one, their JSON in one archive
 cat "$out"/acc_*.txt > "$out/accuracy.txt" && rm -f "$out"/acc_*.txt
 tar -czf "$out/acc_json.tgz" -C "$out" $(cd "$out" && ls acc_*.json 2>/dev/null) \

@@ -50,18 +50,26 @@ class Timer:
 
 
 class CudaTimer(Timer):
-    """Times a region of the current CUDA stream with an event pair."""
+    """Times a region of the current CUDA stream with an event pair.
+
+    The stream is looked up when the timer is made, not at each record (as ``Event.record()``
+    with no stream does, in Python): a launch-bound step's pace is the host's, so what the host
+    does around each step is in its time (the example MLP at 8 on an H100: pairs recorded so
+    read 0.8 % below a loop that launches ahead in chunks of three, against +10.5 % with the
+    lookup, lower in 7 of 8 rounds; on hosts whose pace moved ±40 % between rounds:
+    BENCHMARKS.md, session 18)."""
 
     def __init__(self) -> None:
         super().__init__()
+        self._stream = torch.cuda.current_stream()
         self._begin = torch.cuda.Event(enable_timing=True)
         self._end = torch.cuda.Event(enable_timing=True)
 
     def start(self) -> None:
-        self._begin.record()
+        self._begin.record(self._stream)
 
     def stop(self) -> None:
-        self._end.record()
+        self._end.record(self._stream)
 
     def elapsed_ms(self) -> float:
         return float(self._begin.elapsed_time(self._end))

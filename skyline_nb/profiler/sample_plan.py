@@ -30,15 +30,16 @@ only where the samples ask for it and the time budget allows:
   size: a GPU's cheap iterations afford it, and a curve measured to 4× missed how the time
   grows beyond (an H100's MLP from 32, measured to 128: 13.7 % low at 384, 7.7 % on average
   up to 16×; BENCHMARKS.md, session 16);
-- no more than ``budget_ms`` in all: a size whose expected cost (``_cost``) would go beyond it
-  is not measured (the caller: a few of the user's iterations, so that the whole profile stays
-  within the cost bar; BENCHMARKS.md);
+- no more than ``budget_ms`` in all: a size whose expected cost (``_cost``: the peak's window
+  and the timed iterations at the caller's precision, ``timed_ms``) would go beyond it is not
+  measured (the caller: a few of the user's iterations, so that the whole profile stays within
+  the cost bar; BENCHMARKS.md);
 - a curve that cannot be trusted may spend ``RESCUE_SHARE`` of the budget beyond it: a refused
   curve costs the user the drag, more than a few iterations do. First on the wider range
   above; where the range cannot grow (the reach, memory or that allowance), the sample
   furthest from the curve is timed once more (``retime``, told what the curve through the
   other sizes expects there: ``WarmTrial.time_again`` keeps whichever of its two timings, or
-  both merged, agrees with them), each at most once: a sample is 2–3 iterations, and on a
+  both merged, agrees with them), each at most once: a CPU's sample is 2–3 iterations, and on a
   shared machine two of them can both sit 20–40 % off (an LSTM's ½× read 25.4 ms beside
   22.9 ms at the user's 16; a plain loop: 18 and 21 ms). The first such retime may go beyond
   that allowance when it costs under ``CHEAP_RETIME`` of the budget: on a GPU a sample is
@@ -95,14 +96,16 @@ def sample_curve(
     oom_errors: tuple[type[BaseException], ...] = (MemoryError,),
     tolerance: float,
     budget_ms: float,
+    timed_ms: Callable[[float], float],
     retime: Callable[[int, float | None], float] | None = None,
     reach: int = 4,
 ) -> Samples:
     """Measure 2× and ½× the user's batch, then extend as the module says; never raises for
-    an out-of-memory (``oom_errors``), which ends the extension. ``retime(n, expected)``: n's
-    time after more iterations there, ``expected`` the time the other sizes' curve says (None:
-    samples are never timed again); ``reach``: the multiple of the user's batch the samples
-    may extend to beyond 4× where the budget allows."""
+    an out-of-memory (``oom_errors``), which ends the extension. ``timed_ms(t)``: what timing
+    a size whose iterations take t ms is expected to spend (``timing.Precision.quiet_ms``);
+    ``retime(n, expected)``: n's time after more iterations there, ``expected`` the time the
+    other sizes' curve says (None: samples are never timed again); ``reach``: the multiple of
+    the user's batch the samples may extend to beyond 4× where the budget allows."""
     found = Samples({user: user_peak}, {user: user_ms})
     start = time.perf_counter()
 
@@ -125,15 +128,20 @@ def sample_curve(
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
         target = _next_size(found, curve, bool(untrusted), user, user_ms, reach)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
-        if target is None or spent_ms + _cost(found, user_ms, target) > allowed_ms:
+        if target is None or spent_ms + _cost(found, user_ms, target, timed_ms) > allowed_ms:
             again = (_most_off(found, curve, user, retimed)
                      if untrusted and retime is not None else None)
             if again is None:
                 break
-            cost = _cost(found, user_ms, again)
-            if spent_ms + cost > allowed_ms and (retimed or cost > CHEAP_RETIME * budget_ms):
+            # an untimed iteration and the timed ones, at what the other sizes expect there
+            # (the measured time is the suspect one)
+            expected = _expected(found, again, tolerance)
+            at = found.times[again] if expected is None else expected
+            again_ms = at + timed_ms(at)
+            if spent_ms + again_ms > allowed_ms and (retimed
+                                                     or again_ms > CHEAP_RETIME * budget_ms):
                 break
-            found.times[again] = retime(again, _expected(found, again, tolerance))
+            found.times[again] = retime(again, expected)
             retimed.add(again)
             continue
         try:
@@ -196,13 +204,14 @@ def _expected(found: Samples, size: int, tolerance: float) -> float | None:
     return fit_curve(others, [found.times[n] for n in others], tolerance)(size)
 
 
-def _cost(found: Samples, user_ms: float, size: int) -> float:
+def _cost(found: Samples, user_ms: float, size: int,
+          timed_ms: Callable[[float], float]) -> float:
     """What measuring ``size`` is expected to take: the peak's window (an iteration on the
-    user's inputs, one tracked at ``size``, about 1.5× its time) and two or three timed ones,
-    at the time of the nearest measured size scaled by the batch."""
+    user's inputs, one tracked at ``size``, about 1.5× its time) and the timed iterations
+    (``timed_ms``), at the time of the nearest measured size scaled by the batch."""
     near = min(found.times, key=lambda n: abs(n - size))
     at_size = found.times[near] * max(1.0, size / near)
-    return user_ms + 4.5 * at_size
+    return user_ms + 1.5 * at_size + timed_ms(at_size)
 
 
 def _fits(target: int, peaks: dict[int, int], capacity: int) -> int | None:

@@ -46,6 +46,22 @@ class Precision:
     patience_ms: float
     patience_iterations: int
 
+    def quiet_ms(self, iteration_ms: float, min_chunk: int) -> float:
+        """What ``time_steps`` is expected to spend on iterations of ``iteration_ms`` on a quiet
+        machine, in chunks as it takes them (the first of ``min_chunk``, then about
+        ``CHUNK_MS``), counting at least three iterations: two that must agree often do not on
+        a shared host. A sample's cost for the budget (``sample_plan``): a GPU's, timed at the
+        headline's precision in chunks of three, is 6–9 of its iterations, not the 2–3 a CPU's
+        takes (an H100's CNN from 8 sampled at 1.86× its profile's cost, bar 1.5×)."""
+        if iteration_ms <= 0:
+            return 0.0
+        needed = max(3, self.min_iterations)
+        count, chunk = 0, min_chunk
+        while count < needed or count * iteration_ms < self.min_ms:
+            count += chunk
+            chunk = max(min_chunk, min(MAX_CHUNK, math.ceil(CHUNK_MS / iteration_ms)))
+        return count * iteration_ms
+
 
 # The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes
 # (after the first iteration at a size, which measured memory): ≥ 2 quiet ones that agree
