@@ -59,7 +59,7 @@ class Precision:
         count, chunk = 0, min_chunk
         while count < needed or count * iteration_ms < self.min_ms:
             count += chunk
-            chunk = max(min_chunk, min(MAX_CHUNK, math.ceil(CHUNK_MS / iteration_ms)))
+            chunk = chunk_after(iteration_ms, min_chunk)
         return count * iteration_ms
 
 
@@ -121,12 +121,17 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision) ->
     that waited count against it)."""
     timing, fewest = Timing(), device.min_chunk
     while _pending(timing, precision):
-        n = fewest
-        if timing.ms:
-            n = max(fewest, min(MAX_CHUNK, math.ceil(CHUNK_MS / statistics.median(timing.ms))))
+        n = chunk_after(statistics.median(timing.ms), fewest) if timing.ms else fewest
         times, fraction = timed_chunk(step, device, n)
         timing.add(times, fraction > QUIET_WAIT)
     return timing
+
+
+def chunk_after(iteration_ms: float, fewest: int) -> int:
+    """Iterations in a chunk once they are known to take about ``iteration_ms``: about
+    ``CHUNK_MS`` of them, at least ``fewest`` (the device's ``min_chunk``), at most
+    ``MAX_CHUNK``."""
+    return max(fewest, min(MAX_CHUNK, math.ceil(CHUNK_MS / iteration_ms)))
 
 
 def _pending(timing: Timing, precision: Precision) -> bool:
