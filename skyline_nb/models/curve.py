@@ -244,7 +244,7 @@ def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[int, str, lis
     if n >= 2:
         found.append((2, LINE, [_line(xs, ys)]))
     for i in range(2, n - 1):  # floor on xs[:i], line on xs[i:]
-        found.append((3, BEND, [Line(0.0, float(ys[:i].mean())), _line(xs[i:], ys[i:])]))
+        found.append((3, BEND, _floor_and_line(xs, ys, i)))
     for i in range(1, n - 1):  # line on xs[:i+1], steeper line on xs[i:]
         found.append((4, CONVEX, [_line(xs[:i + 1], ys[:i + 1]), _line(xs[i:], ys[i:])]))
     for i in range(2, n - 2):
@@ -256,6 +256,24 @@ def _time_candidates(xs: np.ndarray, ys: np.ndarray) -> list[tuple[int, str, lis
         found.append((2 * (n - 1), CONVEX,
                       [_line(xs[k:k + 2], ys[k:k + 2]) for k in range(n - 1)]))
     return found
+
+
+def _floor_and_line(xs: np.ndarray, ys: np.ndarray, i: int) -> list[Line]:
+    """A ``bend``'s lines: the floor through the first ``i`` sizes, the line through the rest."""
+    return [Line(0.0, float(ys[:i].mean())), _line(xs[i:], ys[i:])]
+
+
+def fit_bend(xs: Sequence[float], ys: Sequence[float]) -> Curve | None:
+    """The least-squares ``bend`` over the splits of the sizes into a floor (the smallest two
+    or more) and a growing line (the rest), whichever side of the split the two meet; None
+    when no split grows. ``trust.fit_time`` judges its floor and its rise on their own where
+    R² over all the samples refuses the curve ``fit_time`` drew."""
+    x, y = _points(xs, ys)
+    gx, gy = _groups(x, y)
+    found = [_finish(lines, BEND, x, y)
+             for lines in (_floor_and_line(gx, gy, i) for i in range(2, len(gx) - 1))
+             if lines[1].slope > 0 and _valid_time(lines, gx)]
+    return min((c for c in found if len(c.lines) == 2), key=_squared_error, default=None)
 
 
 def _valid_time(lines: list[Line], xs: np.ndarray) -> bool:

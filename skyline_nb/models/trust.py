@@ -25,7 +25,9 @@ their mean: then the curve is flat, as issue 15 asks ("no refusal for flat time"
 launch-bound LSTM on an H100 host read 5.8–7.6 ms from batch 4 to 128 (the host launching its
 kernels at a pace that moved ±12 % between samples) and all three profiles refused it, hiding
 the one thing a user needs to know: a larger batch costs no more time there. ``flat_spread``
-says how far such samples scatter, for the report to say so.
+says how far such samples scatter, for the report to say so. And except where the samples
+are such a floor up to some size and a line beyond it (``_clear_bend``): each piece is judged
+on its own samples, as R² over both cannot.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import math
 from collections.abc import Sequence
 
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.curve import FLAT, MIN_R2, TOLERANCE, Curve, flat_time
+from skyline_nb.models.curve import FLAT, MIN_R2, TOLERANCE, Curve, fit_bend, flat_time
 from skyline_nb.models.curve import fit_time as fit_curve
 from skyline_nb.models.fit import LinearFit
 
@@ -58,6 +60,10 @@ def fit_time(
         flat = flat_time(xs, ts)
         if flat_spread(flat) <= MAX_NOISY_FLAT_SPREAD:
             return flat, []
+    if problems:
+        bend = _clear_bend(xs, ts, tolerance)
+        if bend is not None:
+            return bend, []
     return curve, problems
 
 
@@ -65,6 +71,32 @@ def flat_spread(curve: Curve) -> float:
     """How far (relative) the samples of a flat curve lie from it, at most."""
     level = curve(1.0)
     return max(abs(r) for r in curve.residuals) / level if curve.residuals else 0.0
+
+
+def _clear_bend(xs: Sequence[float], ts: Sequence[float], tolerance: float) -> Curve | None:
+    """A floor and a line (``curve.fit_bend``) judged piece by piece, as R² over all the
+    samples cannot: the floor's samples within ``MAX_FLAT_SPREAD`` of it (what a flat curve
+    needs), the line's within ``tolerance`` of it, and the largest size above the floor by
+    more than twice the floor's spread (a rise the floor's scatter cannot make). R² weighs
+    the floor's scatter against the whole growth, which a few sizes past the bend make small:
+    an LSTM launch-bound on an H100 read 8.2–10.2 ms from 8 to 128 and 10–12 ms at 256 and 512,
+    and all three profiles were refused (R² 0.84–0.93) though the floor scattered ≤ 10 % and
+    the rise was 28–39 % (BENCHMARKS.md, session 18); None when any of these fails."""
+    bend = fit_bend(xs, ts)
+    if bend is None:
+        return None
+    floor, line = bend.lines
+    meets = bend.bend() or 0.0
+    on_floor = [(x, t) for x, t in zip(xs, ts, strict=True) if x < meets]
+    on_line = [(x, t) for x, t in zip(xs, ts, strict=True) if x >= meets]
+    if min(len({x for x, _ in side}) for side in (on_floor, on_line)) < 2:
+        return None  # one size is no evidence of a floor or of a line
+    spread = max(abs(t / floor.intercept - 1) for _, t in on_floor)
+    off = max(abs(t / line(x) - 1) for x, t in on_line)
+    rise = bend(max(xs)) / floor.intercept - 1
+    if spread > MAX_FLAT_SPREAD or off > tolerance or rise <= 2 * spread:
+        return None
+    return bend
 
 
 def _no_growth(xs: Sequence[float], ts: Sequence[float]) -> bool:

@@ -200,3 +200,44 @@ def test_scatter_is_not_called_flat_without_the_evidence(sizes, times) -> None:
     models = fitted(times, sizes)
     assert not models.can_manipulate
     assert flat_noise_warning(models) is None
+
+
+# An LSTM launch-bound on an H100 host, all three profiles of a row (BENCHMARKS.md, session
+# 18): flat within ±10 % from 8 to 128 while the host's pace moved, then 10–12 ms at 256 and
+# 512; R² over all seven sizes 0.84–0.93, so all three were refused.
+BEND_SIZES = [8, 16, 32, 64, 128, 256, 512]
+H100_LSTM = [
+    [10.16, 8.97, 9.48, 9.02, 8.74, 9.80, 12.07],
+    [8.96, 9.71, 9.42, 9.27, 9.79, 10.17, 11.91],
+    [9.28, 8.57, 8.79, 8.22, 8.86, 10.60, 12.15],
+]
+
+
+@pytest.mark.parametrize("times", H100_LSTM)
+def test_a_noisy_floor_with_a_clear_rise_is_a_bend_not_a_refusal(times: list[float]) -> None:
+    assert fit_time(BEND_SIZES, times)[0].r2 < MIN_R2  # what refused it before
+    models = fitted(times, BEND_SIZES)
+    assert models.can_manipulate, models.reason
+    assert models.time.shape == "bend" and 64 <= models.bend_batch_size <= 256
+    floor = models.time.lines[0].intercept
+    assert min(times[:4]) <= floor <= max(times[:4])
+    assert models.predict_iteration_ms(48) == pytest.approx(floor)  # launch-bound there
+    assert models.predict_iteration_ms(4096) > max(times)  # and growing past the bend
+    assert models.max_throughput >= models.measured_max_throughput
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        # the floor scatters by more than a flat curve may (±14 %), however clear the rise
+        [10.0, 11.4, 8.6, 10.0, 9.8, 13.0, 16.0],
+        # a rise of 15 % over a floor that scatters by 9 %: the floor's noise can make it
+        [9.1, 10.9, 9.9, 10.2, 9.8, 10.2, 11.5],
+        # the samples past the bend are no line (23 % off it)
+        [9.0, 9.2, 9.1, 8.9, 14.0, 12.5, 20.0],
+    ],
+)
+def test_a_bend_whose_pieces_do_not_hold_stays_refused(times: list[float]) -> None:
+    models = fitted(times, BEND_SIZES)
+    assert not models.can_manipulate
+    assert models.reason
