@@ -4,7 +4,8 @@
 (``benchmarks/results/*-json.tgz`` from the GPU sessions). This script fits each profile's
 samples again with ``models.trust.fit_time`` and prints, per row, how many profiles the rules
 trust, and each profile's curve with its mean |error| at the held-out sizes (against their
-median): run it at two commits to see what a change to the rules turns on or off, and how well
+median) and its signed error at the sizes the start times a power of two and at the others:
+run it at two commits to see what a change to the rules turns on or off, and how well
 the curves it turns on predict. The samples were chosen by the plan of their own session (a
 rule that trusts a curve earlier would have stopped sampling earlier), and the tolerance each
 profile used (3× its headline's spread) is not saved: ``--tolerance`` stands in for it.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tarfile
@@ -47,18 +49,26 @@ def rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def replay(row: dict[str, Any], tolerance: float) -> list[str]:
-    """One line per profile: trusted or why not, the curve's shape and its held-out error."""
+    """One line per profile: trusted or why not, the curve's shape, its mean |error| at the
+    held-out sizes, and its median signed error at those that are the start times a power
+    of two (the samples' sizes, on a GPU) and at the others (e.g. 1.5×, where a matmul's
+    tiles may fit worse)."""
     truth = {int(n): statistics.median(t for t, _ in runs)
              for n, runs in row["raw"].get("held_out", {}).items()}
     lines = []
     for samples in row["raw"].get("samples", []):
         sizes, times = [s[0] for s in samples], [s[1] for s in samples]
         curve, problems = fit_time(sizes, times, tolerance)
-        error = (100 * statistics.mean(abs(curve(n) / t - 1) for n, t in truth.items())
-                 if truth else float("nan"))
+        errors = {n: 100 * (curve(n) / t - 1) for n, t in truth.items()}
+        error = statistics.mean(map(abs, errors.values())) if errors else math.nan
         verdict = "trusted" if not problems else "refused: " + problems[0][:70]
+        split = [[e for n, e in errors.items() if math.log2(n / row["start"]).is_integer() == p]
+                 for p in (True, False)]
+        signed = "  ".join(f"{label} {statistics.median(e):+5.1f} % ({len(e)})" if e else
+                           f"{label}    —      "
+                           for label, e in zip(("2^k×", "other"), split, strict=True))
         lines.append(f"{curve.shape:>7}  R² {curve.r2:.3f}  held-out {error:5.1f} %  "
-                     f"{verdict}")
+                     f"{signed}  {verdict}")
     return lines
 
 
