@@ -3,7 +3,8 @@
 Four trackers ride along on one warm iteration: the op tracker (which op and module runs; its
 times are not used, the timing runs of level 2 are hook-free), the saved-tensor hooks (what
 each op saves for backward), the peak tracker (what was alive at the peak, ``peak.py``) and
-the FLOP counter (``flops.py``).
+the FLOP counter (``flops.py``); the last two ride the op tracker's dispatch mode, so each op
+pays for one mode, not three (``op_mode.py``).
 Saved-tensor hooks change which ops autograd dispatches (no detach of saved outputs), so level
 2's timing runs are separate, and per-op results are matched to them by op key (``by_op_of``).
 """
@@ -85,10 +86,10 @@ def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inp
     tracker = PeakTracker(dev.torch_device, named_tensors(model, trial.input_tensors, []),
                           where)
     flops = FlopTracker(where)
+    ops.riders = (tracker, flops)  # one dispatch mode for the three (op_mode.py)
     try:
         added, value, _ = measured_step(trial, dev, warm_inputs,
-                                     _together(ops, saved if saved_hooks else None, tracker,
-                                               flops))
+                                     _together(ops, saved if saved_hooks else None, tracker))
         peak = tracker.categorized(added, model, trial.input_tensors)
     finally:
         tracker.close()
@@ -118,9 +119,9 @@ def instrumented_excess(categories: Categories, peak_bytes: int) -> str | None:
 
 
 @contextmanager
-def _together(ops: OperationTracker, saved: SavedTensorTracker | None, tracker: PeakTracker,
-              flops: FlopTracker) -> Iterator[None]:
-    with ops, saved.active() if saved is not None else nullcontext(), tracker, flops:
+def _together(ops: OperationTracker, saved: SavedTensorTracker | None,
+              tracker: PeakTracker) -> Iterator[None]:
+    with ops, saved.active() if saved is not None else nullcontext(), tracker.riding():
         yield
 
 

@@ -1,10 +1,10 @@
 """Level 2, operations: every aten op of forward, backward and optimizer, timed where it ran.
 
-A public context manager (``OperationTracker``) owns a private ``TorchDispatchMode``, global
-module forward pre/post hooks and global optimizer step hooks, and removes all of them on exit,
-whatever happened inside. Ops are timed in situ (host clock on CPU; CUDA event pairs read after
-one synchronize), never re-run in isolation: re-running is wrong for in-place ops, RNG and
-overlap (Skyline did it).
+A public context manager (``OperationTracker``) owns a ``TorchDispatchMode`` (``op_mode.py``,
+which other trackers may ride), global module forward pre/post hooks and global optimizer step
+hooks, and removes all of them on exit, whatever happened inside. Ops are timed in situ (host
+clock on CPU; CUDA event pairs read after one synchronize), never re-run in isolation:
+re-running is wrong for in-place ops, RNG and overlap (Skyline did it).
 
 Linking backward to forward: autograd gives each forward op's grad_fn a sequence number, and the
 node running a backward op has the same number. Inside the dispatch mode an op's outputs do not
@@ -47,13 +47,11 @@ from skyline_nb.profiler.compiled import COMPILED_MODULE_WARNING
 from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import unique_parameters, user_path
+from skyline_nb.profiler.op_mode import OpMode, OpRider
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.report import Frame
 
-DispatchMode = tp.dispatch_mode_base()
 FORWARD, OPTIMIZER, BACKWARD = "forward", "optimizer", "backward"
-_SKIPPED_NAMESPACES = ("profiler",)  # record_function markers: not work the user did
-_clock = time.perf_counter_ns
 
 
 @dataclass
@@ -78,44 +76,6 @@ class OpRecord:
         return f"{prefix}/{self.key}" if prefix else self.key
 
 
-class _OpMode(DispatchMode):
-    """The private mode: times each op and hands it to the tracker for bookkeeping."""
-
-    def __init__(self, tracker: OperationTracker) -> None:
-        super().__init__()
-        self.tracker = tracker
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        tracker = self.tracker
-        if func.namespace in _SKIPPED_NAMESPACES:
-            return func(*args, **(kwargs or {}))
-        if tracker.pending:
-            tracker.resolve_pending()
-        node = tp.current_autograd_node()
-        if tracker.host_clock:
-            # The window holds only the op: the plain iteration calls backward and optimizer
-            # kernels from C++, so every instruction of ours inside it (a Timer method call,
-            # OpOverload.__call__'s frame, a kwargs dict) is counted as op time that the plain
-            # iteration never spends: ~0.5 µs of the ~3 µs a tiny op's window cost.
-            op = getattr(func, "_op", func)
-            if kwargs:
-                start = _clock()
-                out = op(*args, **kwargs)
-                stop = _clock()
-            else:
-                start = _clock()
-                out = op(*args)
-                stop = _clock()
-            tracker.record(func, node, out, stop - start)
-            return out
-        timer = tracker.new_timer()
-        timer.start()
-        out = func(*args, **(kwargs or {}))
-        timer.stop()
-        tracker.record(func, node, out, timer)
-        return out
-
-
 class OperationTracker:
     """Context manager: everything torch runs inside it becomes ``OpRecord``s.
 
@@ -135,6 +95,8 @@ class OperationTracker:
         hold_ms: float = 0.0,
     ) -> None:
         self.device = device
+        # other trackers whose per-op work rides this one's mode (set before entering)
+        self.riders: tuple[OpRider, ...] = ()
         self.hold_ms = hold_ms  # see Device.hold_queue: queue the iteration behind a spin
         self.user_code = user_code
         self.module_names: dict[int, str] = {
@@ -157,7 +119,7 @@ class OperationTracker:
         self._stack: list[str] = []
         self._optimizer_depth = 0
         self._handles: list[Any] = []
-        self._mode: _OpMode | None = None
+        self._mode: OpMode | None = None
         self._quiet: warnings.catch_warnings | None = None
         self._last_forward: int | None = None
         self._started = 0
@@ -286,7 +248,7 @@ class OperationTracker:
                 nn.modules.module.register_module_forward_hook(self._post_hook, always_call=True)
             )
             self._handles.extend(tp.register_optimizer_step_hooks(self._step_pre, self._step_post))
-            self._mode = _OpMode(self)
+            self._mode = OpMode(self, self.riders)
             self.device.synchronize()
             if self.hold_ms > 0:
                 self.device.hold_queue(self.hold_ms)  # after the sync, or it would drain

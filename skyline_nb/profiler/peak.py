@@ -25,6 +25,7 @@ tracker cannot see at another moment (a large kernel workspace) moves the true p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,8 +154,19 @@ class PeakTracker(DispatchMode):
             self.peak_phase, self.peak_place = phase, place
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        before = self.live
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        before = self.before_op()
+        out = func(*args, **kwargs)
+        self.after_op(func, args, kwargs, out, before)
+        return out
+
+    def before_op(self) -> int:
+        """The tracked bytes before an op (as the op tracker's rider too: ``op_mode.py``)."""
+        return self.live
+
+    def after_op(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any,
+                 before: int) -> None:
+        """Follow the storages the op created; note the peak and the module's bytes."""
         inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
                   if t.device.type == self.device_type for part in tp.storage_parts(t)}
         phase, place = self._now()
@@ -174,7 +186,6 @@ class PeakTracker(DispatchMode):
         if created:
             self._note_peak(phase, place)
         self._note_module(before, phase, place)
-        return out
 
     def _note_module(self, before: int, phase: str, place: tuple[int, str, str] | None) -> None:
         """The module whose op just ran (forward, or its backward), and its ancestors: the
@@ -194,14 +205,30 @@ class PeakTracker(DispatchMode):
 
     # ---- the optimizer step ---------------------------------------------------------------
     def __enter__(self) -> PeakTracker:
-        self._hooks = tp.register_optimizer_step_hooks(self._step_pre, self._step_post)
+        self._hook()
         return super().__enter__()
 
     def __exit__(self, *exc: Any) -> Any:
+        self._unhook()
+        return super().__exit__(*exc)
+
+    @contextmanager
+    def riding(self) -> Iterator[PeakTracker]:
+        """Its optimizer hooks without its own mode: it rides the op tracker's
+        (``op_mode.OpRider``)."""
+        self._hook()
+        try:
+            yield self
+        finally:
+            self._unhook()
+
+    def _hook(self) -> None:
+        self._hooks = tp.register_optimizer_step_hooks(self._step_pre, self._step_post)
+
+    def _unhook(self) -> None:
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
-        return super().__exit__(*exc)
 
     def _step_pre(self, optimizer: Any, *_: Any) -> None:
         """Optimizer state is alive since the start (a warm trial) but only reachable now."""
