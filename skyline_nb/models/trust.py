@@ -75,13 +75,15 @@ def flat_spread(curve: Curve) -> float:
 
 def _clear_bend(xs: Sequence[float], ts: Sequence[float], tolerance: float) -> Curve | None:
     """A floor and a line (``curve.fit_bend``) judged piece by piece, as R² over all the
-    samples cannot: the floor's samples within ``MAX_FLAT_SPREAD`` of it (what a flat curve
-    needs), the line's within ``tolerance`` of it, and the largest size above the floor by
-    more than twice the floor's spread (a rise the floor's scatter cannot make). R² weighs
-    the floor's scatter against the whole growth, which a few sizes past the bend make small:
-    an LSTM launch-bound on an H100 read 8.2–10.2 ms from 8 to 128 and 10–12 ms at 256 and 512,
-    and all three profiles were refused (R² 0.84–0.93) though the floor scattered ≤ 10 % and
-    the rise was 28–39 % (BENCHMARKS.md, session 18); None when any of these fails."""
+    samples cannot: two sizes or more on each piece, the floor's samples within
+    ``MAX_FLAT_SPREAD`` of it (what a flat curve needs), the line's within ``tolerance`` of
+    it (so every sample is within ``MAX_OFF_FACTOR`` of the bend), and the largest size above
+    the floor by more than twice the floor's spread (a rise the floor's scatter cannot make).
+    R² weighs the floor's scatter against the whole growth, which a few sizes past the bend
+    make small: an LSTM launch-bound on an H100 read 8.2–10.2 ms from 8 to 128 and 10–12 ms
+    at 256 and 512, and all three profiles were refused (R² 0.84–0.93) though the floor
+    scattered ≤ 10 % and the rise was 28–39 % (BENCHMARKS.md, session 18); None when any of
+    these fails."""
     bend = fit_bend(xs, ts)
     if bend is None:
         return None
