@@ -48,11 +48,11 @@ def rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                     yield f"{path.name}:{Path(member.name).name}", row
 
 
-def replay(row: dict[str, Any], tolerance: float) -> list[str]:
-    """One line per profile: trusted or why not, the curve's shape, its mean |error| at the
-    held-out sizes, and its median signed error at those that are the start times a power
-    of two (the samples' sizes, on a GPU) and at the others (e.g. 1.5×, where a matmul's
-    tiles may fit worse)."""
+def replay(row: dict[str, Any], tolerance: float) -> list[tuple[bool, str]]:
+    """Per profile, whether it is trusted, and a line: trusted or why not, the curve's shape,
+    its mean |error| at the held-out sizes, and its median signed error at those that are the
+    start times a power of two (the samples' sizes, on a GPU) and at the others (e.g. 1.5×,
+    where a matmul's tiles may fit worse)."""
     truth = {int(n): statistics.median(t for t, _ in runs)
              for n, runs in row["raw"].get("held_out", {}).items()}
     lines = []
@@ -67,8 +67,8 @@ def replay(row: dict[str, Any], tolerance: float) -> list[str]:
         signed = "  ".join(f"{label} {statistics.median(e):+5.1f} % ({len(e)})" if e else
                            f"{label}    —      "
                            for label, e in zip(("2^k×", "other"), split, strict=True))
-        lines.append(f"{curve.shape:>7}  R² {curve.r2:.3f}  held-out {error:5.1f} %  "
-                     f"{signed}  {verdict}")
+        lines.append((not problems, f"{curve.shape:>7}  R² {curve.r2:.3f}  held-out "
+                                    f"{error:5.1f} %  {signed}  {verdict}"))
     return lines
 
 
@@ -86,10 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             lines = replay(row, args.tolerance)
             if not lines:
                 continue
-            ok = sum("trusted" in line for line in lines)
+            ok = sum(is_trusted for is_trusted, _ in lines)
             trusted, total = trusted + ok, total + len(lines)
             print(f"{where} {row['model']}@{row['start']}: {ok}/{len(lines)} trusted")
-            for line in lines:
+            for _, line in lines:
                 print("    " + line)
     print(f"in all: {trusted} of {total} profiles trusted (tolerance {args.tolerance:g})")
     return 0
