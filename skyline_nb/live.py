@@ -42,6 +42,7 @@ from skyline_nb import source as source_edit
 from skyline_nb.export.snapshot import snapshot_html
 from skyline_nb.mainthread import on_main_thread
 from skyline_nb.profiler.progress import Progress
+from skyline_nb.quiet_cores import in_kernel, wait_for_front_end
 from skyline_nb.report import BatchSizeSource, Report
 from skyline_nb.textprogress import TextProgress
 from skyline_nb.widget import SkylineWidget
@@ -190,13 +191,22 @@ class LiveProfile:
             self.widget.progress = after
 
     def _show_progress(self, text: TextProgress | None) -> Callable[[Progress], None]:
-        """The profiler's ``progress=`` callback: the widget's trait, and the text line if any."""
+        """The profiler's ``progress=`` callback: the widget's trait, and the text line if any.
+        After the first stage the front end draws the widget and its progress panel, then
+        nothing is timed until that is done (``quiet_cores``)."""
+        first = True
         def show(progress: Progress) -> None:
+            nonlocal first
+            if progress.timed:  # a message now lands in timed iterations (``Progress.timed``)
+                return
             self.widget.progress = {"stage": progress.stage, "done": progress.done,
                                     "elapsed_s": progress.elapsed_s,
                                     "remaining_s": progress.remaining_s}
             if text is not None:
                 text(progress)
+            if first:
+                first = False
+                wait_for_front_end()
 
         return show
 
@@ -278,6 +288,7 @@ class LiveProfile:
         size = int(content["batch_size"])
         model_p, input_p, iteration_p = self._providers()
         with self._working(f"Measuring at batch size {size}…"):
+            wait_for_front_end()
             sample = measure_iteration(
                 model_p, input_p, iteration_p, size, self.request.device,
                 memory_budget=self.request.memory_budget, project_root=self.request.project_root,
@@ -365,8 +376,7 @@ def _text_line() -> contextlib.AbstractContextManager[TextProgress | None]:
     cannot show; elsewhere none."""
     from IPython import get_ipython
 
-    shell = get_ipython()
-    if shell is None or getattr(shell, "kernel", None) is not None:
+    if get_ipython() is None or in_kernel():
         return contextlib.nullcontext()
     return TextProgress(sys.stdout, prefix="")
 

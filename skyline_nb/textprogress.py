@@ -51,6 +51,8 @@ class TextProgress:
         self._open = False  # a line written in place and not ended yet
 
     def __call__(self, progress: Progress) -> None:
+        if progress.timed:  # a terminal on the same cores redraws too (``Progress.timed``)
+            return
         line = self.prefix + format_progress(progress, bar=self.in_place)
         if self.in_place:
             width = shutil.get_terminal_size().columns - 1

@@ -114,7 +114,7 @@ def op_times(
     runs: list[tuple[OperationTracker, bool]] = []
     while more_level2_runs([(r.wall_ms, waited) for r, waited in runs]):
         # CUDA: held longer than the host needs to launch the instrumented iteration.
-        reporter.stage(f"timing each op (run {len(runs) + 1})", 2)
+        reporter.stage(f"timing each op (run {len(runs) + 1})", 2, timed=True)
         run = OperationTracker(trial.model, dev, user_code, hold_ms=hold_ms)
         before = waited_ns()
         with run:

@@ -4,6 +4,13 @@ The profile announces each stage as it starts. How far it is and how long is lef
 in iterations of the user's batch (the unit its cost is measured in): each stage weighs what it
 is expected to run, e.g. a sample at 4× the batch weighs 4 per iteration. Until the first
 iteration has been timed there is no estimate of the time left.
+
+A stage that times iterations at once (an instrumented run, a sample timed again) is marked
+``timed``, and displays draw nothing for it (``Progress.timed``): on a notebook's own cores the
+browser and the server react to a progress message for ~25 ms, and the kernel's threads waited
+for a CPU in that time (JupyterLab on 2 cores: every op-timing run of 5 profiles of a GPT-2
+"waited", 0 of 5 without progress messages; BENCHMARKS.md, session 20). Every other stage starts
+with work that is not timed (building, memory measurements), which covers that moment.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ class Progress:
     done: float
     elapsed_s: float
     remaining_s: float | None
+    # iterations are timed as the stage starts: a display draws nothing now (the module doc)
+    timed: bool = False
 
 
 class Reporter:
@@ -42,11 +51,13 @@ class Reporter:
         self.done = 0.0
         self.iteration_ms: float | None = None
         self.started = time.perf_counter()
+        self._displaying_s = 0.0  # spent in the callback (a notebook waits for its browser)
         self._pending = 0.0
         self._shown = (0.0, 0.0)  # (share shown, iterations done when it was shown)
 
-    def stage(self, text: str, iterations: float) -> None:
-        """A stage starts that runs about ``iterations`` of the user's batch."""
+    def stage(self, text: str, iterations: float, timed: bool = False) -> None:
+        """A stage starts that runs about ``iterations`` of the user's batch; ``timed``: it
+        times iterations at once (``Progress.timed``)."""
         self.done += self._pending
         self._pending = iterations
         self.total = max(self.total, self.done + iterations)
@@ -54,7 +65,13 @@ class Reporter:
         if self.total > at:
             share += (1.0 - share) * (self.done - at) / (self.total - at)
         self._shown = (share, self.done)
-        self._report(text, share)
+        self._report(text, share, timed)
+
+    def profile_s(self) -> float:
+        """Seconds the profile itself has run: elapsed, less the time the callback took (a
+        notebook's waits for its front end to draw, ``quiet_cores``, are not the profile's
+        cost, which budgets its samples: ``samples.sampling_budget_ms``)."""
+        return time.perf_counter() - self.started - self._displaying_s
 
     def finish(self) -> None:
         """The profile is done: the whole share, nothing left."""
@@ -63,11 +80,12 @@ class Reporter:
         self.total = self.done
         self._report("done", 1.0)
 
-    def _report(self, text: str, share: float) -> None:
+    def _report(self, text: str, share: float, timed: bool = False) -> None:
         if self.callback is None:
             return
         remaining = None
         if self.iteration_ms is not None:
             remaining = (self.total - self.done) * self.iteration_ms / 1000.0
-        self.callback(Progress(text, min(share, 1.0), time.perf_counter() - self.started,
-                               remaining))
+        began = time.perf_counter()
+        self.callback(Progress(text, min(share, 1.0), began - self.started, remaining, timed))
+        self._displaying_s += time.perf_counter() - began

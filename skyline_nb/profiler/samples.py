@@ -10,7 +10,6 @@ own spread, so a busy machine does not turn noise into bends.
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 
 from skyline_nb.categories import Categories
@@ -107,7 +106,7 @@ def sample_sizes(
         return peak, timings[n].ratio * first.iteration_ms
 
     def retime(n: int, expected_ms: float | None) -> float:
-        reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user)
+        reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user, timed=True)
         expected = None if expected_ms is None else expected_ms / first.iteration_ms
         timings[n] = warm.time_again(timings[n], precision, expected)
         return timings[n].ratio * first.iteration_ms
@@ -117,7 +116,7 @@ def sample_sizes(
         measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
         oom_errors=dev.oom_types, tolerance=tolerance,
         budget_ms=sampling_budget_ms(policy, first.iteration_ms,
-                                     1000.0 * (time.perf_counter() - reporter.started)),
+                                     1000.0 * reporter.profile_s()),
         timed_ms=lambda ms: precision.quiet_ms(ms, dev.min_chunk),
         retime=retime, reach=policy.reach)
     chosen = [timings[n] for n in found.peaks if n != user]

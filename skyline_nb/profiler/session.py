@@ -161,7 +161,8 @@ def _instrumented(
     trial = warm.trial
     model = trial.model
     params = unique_parameters(model)
-    reporter.stage("measuring memory at the peak and what each op saves", 2)
+    # the op timing after it is not drawn (``Progress.timed``): this stage names it
+    reporter.stage("measuring memory at the peak and what each op saves, then timing each op", 2)
     run = memory_run(trial, dev, user_code, warm.user_inputs, warnings)
     warm.tracked_step_peak = run.step_peak
     memory_ops, value = run.ops, run.value
