@@ -5,13 +5,16 @@ the new widget and its progress panel on the cores the kernel is about to time i
 Measured in JupyterLab on 2 cores with a GPT-2 profile (BENCHMARKS.md, session 20): the
 kernel's threads waited for a CPU through most of the first ~100 ms after the widget appeared
 and now and then until ~450 ms; the headline's iterations, ~150 ms in, waited in 4 of 5
-profiles ("4 of 8 timed steps waited for a busy CPU") and in none of 5 where no widget drew.
+profiles ("4 of 8 timed steps waited for a busy CPU") and in none of 5 where the widget drew
+no progress.
 
-So the kernel sleeps first, until the machine's CPUs were busy less than ``QUIET_SHARE`` of a
-``WINDOW_S`` window (the kernel itself asleep, that is everyone else's work), at most
-``MAX_WAIT_S``: a machine that stays busy (another process computing) is the one the user's
-loop runs on, and the profile's own rules handle it (``timing.py``). The counter is Linux's
-``/proc/stat``; elsewhere the kernel sleeps ``FALLBACK_S``, the measured tail.
+So the kernel sleeps first, until the machine's CPUs were busy less than ``QUIET_SHARE`` of
+each of ``QUIET_WINDOWS`` windows of ``WINDOW_S`` running (the kernel itself asleep, that is
+everyone else's work; one quiet window was not enough: the browser resumed drawing after it,
+BENCHMARKS.md), at most ``MAX_WAIT_S``: a machine that stays busy (another process
+computing) is the one the user's loop runs on, and the profile's own rules handle it
+(``timing.py``). The counter is Linux's ``/proc/stat``; elsewhere the kernel sleeps
+``FALLBACK_S``, the measured tail.
 """
 
 from __future__ import annotations
@@ -55,8 +58,9 @@ def wait_for_front_end() -> None:
 
 
 def wait_for_quiet_cores(max_wait_s: float = MAX_WAIT_S) -> float:
-    """Sleep until a ``WINDOW_S`` window in which the CPUs were busy less than ``QUIET_SHARE``
-    of the time, at most ``max_wait_s`` (at least one window); returns the seconds slept."""
+    """Sleep until ``QUIET_WINDOWS`` windows of ``WINDOW_S`` running in which the CPUs were
+    busy less than ``QUIET_SHARE`` of the time, at most ``max_wait_s`` (at least one window);
+    returns the seconds slept."""
     started = time.perf_counter()
     before = cpu_jiffies()
     if before is None:
