@@ -18,7 +18,7 @@ The range ends at the memory capacity when that is a real bound (``memory_bound`
 or a CPU budget the user gave; a CPU's free RAM is no bound a user means) and at
 ``EXTRAPOLATION_LIMIT`` times the largest measured batch size (``FLAT_EXTRAPOLATION_LIMIT``
 when the time did not grow over the samples: "launch-bound up to at least N" says nothing of
-where it starts to grow).
+where it starts to grow), and below ``fails_at``, a batch size where the user's code raised.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class PerformanceModels:
     memory_bound: bool = True
     measured_range: tuple[int, int] | None = None
     measured_max_throughput: float | None = None
+    fails_at: int | None = None  # the smallest batch size above the samples that raised
 
     def __post_init__(self) -> None:
         self.time, self.memory = _curve(self.time), _curve(self.memory)
@@ -93,6 +94,7 @@ class PerformanceModels:
         memory_bound: bool = True,
         tolerance: float = TOLERANCE,
         peak_phases: Sequence[Mapping[str, float]] | None = None,
+        fails_at: int | None = None,
     ) -> PerformanceModels:
         """Fit both curves; ``can_manipulate`` is false (with why) when a fit is unusable.
 
@@ -102,7 +104,7 @@ class PerformanceModels:
         ``memory_bound``: whether ``capacity_bytes`` bounds the batch size (see the module);
         ``tolerance``: how far (relative) the samples scatter when nothing changes, for
         ``curve.fit_time``; ``peak_phases``: each sample's peak per phase of the step, for
-        ``memory_curve.fit_memory``.
+        ``memory_curve.fit_memory``; ``fails_at``: see the class.
         """
         phases = list(peak_phases) if peak_phases is not None else [{}] * len(batch_sizes)
         if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes) == len(phases):
@@ -131,6 +133,7 @@ class PerformanceModels:
             memory_bound=memory_bound,
             measured_range=(int(min(xs)), int(max(xs))),
             measured_max_throughput=max(1000.0 * x / t for x, t in zip(xs, ts, strict=True)),
+            fails_at=fails_at,
         )
         if problems:  # say everything that is wrong, the samples' and the curves' own
             models.reason = "; ".join(
@@ -269,8 +272,8 @@ class PerformanceModels:
 
         The smaller of: the largest batch whose predicted peak fits the capacity,
         ⌊curve⁻¹(capacity)⌋ (only when ``memory_bound``; 1 when memory does not grow or the
-        capacity is unknown), and ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a
-        flat time) × the largest measured batch size.
+        capacity is unknown), ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a
+        flat time) × the largest measured batch size, and the size below ``fails_at``.
         """
         memory = self._need(self.memory)
         limits = [MAX_BATCH_SIZE]
@@ -280,6 +283,8 @@ class PerformanceModels:
             flat = self.time is not None and self.time.shape == FLAT
             reach = FLAT_EXTRAPOLATION_LIMIT if flat else EXTRAPOLATION_LIMIT
             limits.append(reach * self.measured_range[1])
+        if self.fails_at is not None:
+            limits.append(self.fails_at - 1)
         return max(1, min(limits))
 
     def _capacity_limit(self, memory: Curve) -> int:
@@ -366,6 +371,8 @@ class PerformanceModels:
             "bend_batch_size": self.bend_batch_size,
             "launch_bound_up_to": self.launch_bound_up_to,
             "asymptotic_throughput": self.asymptotic_throughput,
+            # only where a size failed: reports from before it and without one read the same
+            **({} if self.fails_at is None else {"fails_at": self.fails_at}),
         }
 
     @classmethod
@@ -378,6 +385,7 @@ class PerformanceModels:
         knee = data.get("knee_batch_size")
         span = data.get("measured_range")
         best = data.get("measured_max_throughput")
+        fails = data.get("fails_at")
         return cls(
             time=fit_of(data.get("time")),
             memory=fit_of(data.get("memory")),
@@ -388,4 +396,5 @@ class PerformanceModels:
             memory_bound=bool(data.get("memory_bound", True)),
             measured_range=None if span is None else (int(span[0]), int(span[1])),
             measured_max_throughput=None if best is None else float(best),
+            fails_at=None if fails is None else int(fails),
         )

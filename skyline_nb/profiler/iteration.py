@@ -132,8 +132,8 @@ class WarmTrial:
         """Peak bytes of one iteration at ``batch_size``, and what was alive then
         (``categories_at``, unless ``categorize`` is false: following every storage costs
         about an iteration of the user's, and only the largest sizes' categories are drawn);
-        raises the device's OOM types when it does not fit (the trial goes back to the user's
-        inputs either way)."""
+        raises the device's OOM types when it does not fit, and what the user's code raises
+        (the trial goes back to the user's inputs either way)."""
         sample_inputs = self.inputs_for(batch_size)
         model = self.trial.model
         tracker = (PeakTracker(self.device.torch_device,
@@ -150,10 +150,11 @@ class WarmTrial:
                 snapshot = tracker.categorized(added, model, sample_inputs[2])
                 self.categories_at[batch_size] = Categories.at_peak(peak,
                                                                     snapshot.by_category)
-        except self.device.oom_types:
+        except Exception as exc:  # out of memory, or the user's code raised at this size
             self.trial.use_inputs(self.user_inputs)
             del sample_inputs
-            self.device.free_memory(thorough=True)
+            if isinstance(exc, self.device.oom_types):
+                self.device.free_memory(thorough=True)
             raise
         finally:
             if tracker is not None:

@@ -47,6 +47,10 @@ only where the samples ask for it and the time budget allows:
   example CNN's curve in 2 of 3 profiles on an H100 (its 16 read 9.42 ms, 3.2 ms in the
   others; BENCHMARKS.md, session 14) for want of one more ~30 ms block.
 
+A size where the user's providers raise (``sampling.SizeFailed``) ends the extension on its side
+of the user's batch, and the sizes kept are those measured (``Samples.refused``: the drag must
+stop short of a size that fails, ``PerformanceModels.fails_at``).
+
 Each ``measure(n)`` measures the peak at n and then times n in a block of its own, its first
 iteration (the one that faults new memory in) being the peak's. Imports no torch: the profiler
 passes ``measure`` and its out-of-memory types, tests a scripted machine.
@@ -57,12 +61,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from skyline_nb.models.curve import FLAT, Curve
 from skyline_nb.models.curve import fit_time as fit_curve
 from skyline_nb.models.trust import fit_time
-from skyline_nb.profiler.sampling import choose_sizes, memory_max
+from skyline_nb.profiler.sampling import Refusal, SizeFailed, choose_sizes, memory_max
 
 FIRST = (2,)
 # The third size: ½× (choose_sizes tries sizes below the user's once those above are measured)
@@ -84,6 +88,7 @@ class Samples:
     peaks: dict[int, int]
     times: dict[int, float]
     reason: str | None = None
+    refused: list[Refusal] = field(default_factory=list)  # where the providers raised
 
 
 def sample_curve(
@@ -110,16 +115,23 @@ def sample_curve(
     start = time.perf_counter()
 
     def peak_at(n: int) -> int:
-        peak, ms = measure(n)
+        try:
+            peak, ms = measure(n)
+        except SizeFailed as exc:
+            found.refused.append(exc.refusal)
+            raise
         found.times[n] = ms
         return peak
 
     first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
                             multiples=FIRST, max_points=2)
-    third = HALF if _grows(first, found.times, user, tolerance) else FAR
-    found.peaks, found.reason = choose_sizes(
-        peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
-        known=first)
+    # ½× when 2× grew; where the user's code refuses ½× (an even batch, batch norm at 1): 4×
+    for third in (HALF, FAR) if _grows(first, found.times, user, tolerance) else (FAR,):
+        found.peaks, found.reason = choose_sizes(
+            peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
+            known=first, refused=list(found.refused))
+        if found.reason is None or not found.refused:
+            break
     retimed: set[int] = set()
     while found.reason is None:
         spent_ms = 1000.0 * (time.perf_counter() - start)
@@ -128,6 +140,7 @@ def sample_curve(
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
         target = _next_size(found, curve, bool(untrusted), user, user_ms, reach)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
+        target = None if target is None or _refused(found, target, user) else target
         if target is None or spent_ms + _cost(found, user_ms, target, timed_ms) > allowed_ms:
             again = (_most_off(found, curve, user, retimed)
                      if untrusted and retime is not None else None)
@@ -146,7 +159,7 @@ def sample_curve(
             continue
         try:
             peak = peak_at(target)
-        except oom_errors:
+        except (*oom_errors, SizeFailed):
             break
         if 0 < capacity_bytes < peak:
             break
@@ -187,6 +200,12 @@ def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int,
     if largest < reach * user:
         return min(2 * largest, reach * user)
     return None
+
+
+def _refused(found: Samples, size: int, user: int) -> bool:
+    """Whether ``size`` is a refused size or beyond one, on its side of the user's batch."""
+    return any(size >= r.batch_size if r.batch_size > user else size <= r.batch_size
+               for r in found.refused)
 
 
 def _most_off(found: Samples, curve: Curve, user: int, retimed: set[int]) -> int | None:

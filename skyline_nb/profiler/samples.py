@@ -17,10 +17,12 @@ from skyline_nb.models.curve import FLAT, TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.models.trust import MAX_FLAT_SPREAD, flat_spread
 from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.sample_plan import sample_curve
+from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
 
@@ -75,6 +77,7 @@ class Sampled:
     tolerance: float
     # peak bytes per phase at each size, the user's included (``phases.py``); empty if unknown
     phases: dict[int, dict[str, int]]
+    refused: list[Refusal]  # sizes where the user's providers raised
 
 
 def tolerance_of(level1: IterationResult) -> float:
@@ -101,9 +104,14 @@ def sample_sizes(
 
     def measure(n: int) -> tuple[int, float]:
         reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
-        peak = warm.peak_at(n, categorize=n > user)  # the widget scales by the largest
-        timings[n] = warm.time_at(n, precision)
-        return peak, timings[n].ratio * first.iteration_ms
+        try:
+            peak = warm.peak_at(n, categorize=n > user)  # the widget scales by the largest
+            timings[n] = warm.time_at(n, precision)
+        except ProviderError as exc:  # their batch ran: the profile stands, the size does not
+            why = str(exc).rstrip(".")
+        else:
+            return peak, timings[n].ratio * first.iteration_ms
+        raise SizeFailed(Refusal(n, why))  # outside the handler: no hold on its tensors
 
     def retime(n: int, expected_ms: float | None) -> float:
         reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user, timed=True)
@@ -127,7 +135,8 @@ def sample_sizes(
             "be off; re-profile when it is quieter"
         )
     phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
-    return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases)
+    return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases,
+                   found.refused)
 
 
 def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
@@ -193,9 +202,20 @@ def fitted(
         memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
         tolerance=sampled.tolerance,
         peak_phases=[s.peak_by_phase for s in samples],
+        fails_at=fails_above(sampled.refused, first.batch_size),
     )
     warnings.extend(filter(None, [flat_noise_warning(models)]))
+    if sampled.reason is None:  # else the reason names the first refusal
+        warnings.extend(_refusal_warning(r, first.batch_size, models) for r in sampled.refused)
     return samples, models
+
+
+def _refusal_warning(refusal: Refusal, user: int, models: PerformanceModels) -> str:
+    """A size the providers raised at, beside predictions from the sizes that ran."""
+    if refusal.batch_size < user:
+        return f"{refusal}: smaller batch sizes were not measured"
+    top = models.max_batch_size() if models.memory is not None else refusal.batch_size - 1
+    return f"{refusal}: predictions stop at batch size {top}"
 
 
 def flat_noise_warning(models: PerformanceModels) -> str | None:

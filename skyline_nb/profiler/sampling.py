@@ -19,7 +19,10 @@ line through the two largest points predicts it. A size whose predicted peak exc
 capacity is not measured at all. When a measurement still fails with an out-of-memory error (or
 a measured peak exceeds the capacity, which on CPU is the user's memory budget), the size
 becomes the known limit and the next try halves the gap to the last size that worked; after
-two failures only sizes below the user's are tried. With a lone point and nothing smaller
+two failures only sizes below the user's are tried. A size where the user's providers raise
+(``SizeFailed``: a shape written for their batch, labels of a fixed length) is no memory limit
+to halve towards: no size beyond it on its side of the user's batch is tried. With a lone point
+and nothing smaller
 (batch 1), one size above is probed even if the one-point bound forbids it: that bound assumes
 no weights.
 
@@ -36,7 +39,7 @@ Example usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skyline_nb.models.fit import LinearFit
@@ -58,6 +61,32 @@ DEFAULT_POINTS = MIN_POINTS
 SPREAD = 1.5
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """The user's providers raised at ``batch_size``, not theirs (their own batch ran): what
+    they said is ``why``, one sentence for the widget. Kept apart from the exception, whose
+    traceback would hold that iteration's tensors."""
+
+    batch_size: int
+    why: str
+
+    def __str__(self) -> str:
+        return f"at batch size {self.batch_size}, {self.why}"
+
+
+def fails_above(refused: Sequence[Refusal], user: int) -> int | None:
+    """The smallest refused size above the user's batch (None: none was)."""
+    return min((r.batch_size for r in refused if r.batch_size > user), default=None)
+
+
+class SizeFailed(Exception):
+    """``peak_at``'s way to say a size was refused (``Refusal``)."""
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(str(refusal))
+        self.refusal = refusal
+
+
 def choose_sizes(
     peak_at: Callable[[int], int],
     user: int,
@@ -68,22 +97,27 @@ def choose_sizes(
     max_points: int = DEFAULT_POINTS,
     multiples: tuple[int, ...] = MULTIPLES,
     known: dict[int, int] | None = None,
+    refused: Sequence[Refusal] = (),
 ) -> tuple[dict[int, int], str | None]:
     """The user's batch plus up to ``max_points − 1`` more sizes, with their peak bytes.
 
     ``peak_at(n)`` measures the peak memory of one iteration at batch size n (the caller frees
-    memory when it raises one of ``oom_errors``). ``capacity_bytes`` is the device's memory, or
-    the user's memory budget on CPU; 0 or less means unknown (no memory-based limit).
+    memory when it raises one of ``oom_errors``); it raises ``SizeFailed`` where the user's
+    providers do (``refused``: such failures met while measuring ``known``). ``capacity_bytes``
+    is the device's memory, or the user's memory budget on CPU; 0 or less means unknown (no
+    memory-based limit).
 
     Returns {batch size: peak bytes} (the user's included) and None, or, when fewer than three
     distinct batch sizes fit, a sentence saying why, for the widget to show. Errors other than
-    ``oom_errors`` propagate.
+    ``oom_errors`` and ``SizeFailed`` propagate.
     """
     if max_points < 2:
         raise ValueError(f"max_points must be at least 2, not {max_points}")
     if user < 1:
         raise ValueError(f"batch size must be at least 1, not {user}")
     state = _State(user, capacity_bytes, {**(known or {}), user: user_peak}, multiples)
+    for failure in refused:
+        state.refused(failure)
     while len(state.measured) < max_points and state.failures < MAX_FAILURES:
         target = state.next_target()
         if target is None:
@@ -92,6 +126,9 @@ def choose_sizes(
             peak = peak_at(target)
         except oom_errors:
             state.failed(target)
+            continue
+        except SizeFailed as exc:
+            state.refused(exc.refusal)
             continue
         if 0 < capacity_bytes < peak:
             state.failed(target)  # over the budget: as good as out of memory
@@ -111,6 +148,17 @@ class _State:
     too_big: int | None = None  # smallest size that ran out of memory (or over the budget)
     limit: float = math.inf  # after a failure: halfway between the last good size and it
     failures: int = 0
+    refusal: Refusal | None = None  # the first size where the providers raised
+    refused_above: bool = False  # ... at a size above the user's: none is tried there again
+    refused_below: int = 0  # the largest size below the user's where they raised
+
+    def refused(self, failure: Refusal) -> None:
+        self.failures += 1
+        self.refusal = self.refusal or failure
+        if failure.batch_size > self.user:
+            self.refused_above = True
+        else:
+            self.refused_below = max(self.refused_below, failure.batch_size)
 
     def failed(self, size: int) -> None:
         self.failures += 1
@@ -129,10 +177,13 @@ class _State:
     def next_target(self) -> int | None:
         ceiling = self.ceiling()
         candidates = []
-        for size in _preferred(self.user, ceiling, self.multiples):
+        # after a refusal, sizes between the multiples are as likely to be refused
+        for size in _preferred(self.user, ceiling, self.multiples, self.refusal is None):
             if size in self.measured or (self.too_big is not None and size >= self.too_big):
                 continue
-            if size > self.user and self.failures >= ABOVE_RETRIES:
+            if size > self.user and (self.failures >= ABOVE_RETRIES or self.refused_above):
+                continue
+            if size <= self.refused_below:
                 continue
             if size <= ceiling:
                 candidates.append(size)
@@ -150,7 +201,7 @@ class _State:
         weights, so with heavy weights and nothing smaller to try (batch 1) it would stop at
         one point; a second point gives the real slope. A failure is backed off as usual."""
         size = self.user + 1
-        if len(self.measured) != 1 or self.too_big is not None:
+        if len(self.measured) != 1 or self.too_big is not None or self.refused_above:
             return None
         return size if self.capacity <= 0 or self.measured[self.user] <= self.capacity else None
 
@@ -159,7 +210,7 @@ class _State:
         sizes could be measured (8, 16): batch size 32 ran out of memory; predictions need 3"."""
         if len(self.measured) >= MIN_POINTS:
             return None
-        why = []
+        why = [] if self.refusal is None else [str(self.refusal)]
         if self.too_big is not None:
             why.append(f"batch size {self.too_big} ran out of memory")
         elif self.capacity > 0 and self.ceiling() < max(self.multiples, default=1) * self.user:
@@ -182,19 +233,20 @@ def _apart(a: int, b: int) -> bool:
     return max(a, b) >= SPREAD * min(a, b)
 
 
-def _preferred(user: int, ceiling: int, multiples: tuple[int, ...] = MULTIPLES) -> list[int]:
+def _preferred(user: int, ceiling: int, multiples: tuple[int, ...] = MULTIPLES,
+               between: bool = True) -> list[int]:
     """Sizes in the order to measure them: above the user's batch, then below, then between.
 
     Above: 2×, 4×, 8× (each capped at the ceiling, so a memory limit below 8× is itself
     measured, unless it is within ¼× of the user's batch), smaller first so the memory
     estimate is refined before the larger try. Below: ½×, ¼×, … (the only option when the
     user's batch is near the maximum). Between: other sizes above, for tiny batches where ½×
-    does not exist (user 1 at a ceiling of 4 → 2, 4, then 3).
+    does not exist (user 1 at a ceiling of 4 → 2, 4, then 3), unless ``between`` is false.
     """
     step = user + max(1, user // 4)  # a size just above the user's adds little to a fit
     above = sorted({size for m in multiples if (size := min(m * user, ceiling)) >= step})
     below = sorted({user >> k for k in range(1, user.bit_length())} - {0}, reverse=True)
-    return above + below + _between(user, ceiling, above)
+    return above + below + (_between(user, ceiling, above) if between else [])
 
 
 def _between(user: int, ceiling: int, above: list[int]) -> list[int]:

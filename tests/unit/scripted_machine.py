@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler import timing
 from skyline_nb.profiler.sample_plan import Samples, sample_curve
+from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above
 
 MB = 1 << 20
 
@@ -31,17 +32,21 @@ class FakeOutOfMemory(Exception):
 
 @dataclass
 class Machine:
-    """Times and peaks by batch size; out of memory above ``oom_above``; ``calls`` in order."""
+    """Times and peaks by batch size; out of memory above ``oom_above``; the user's code
+    raising where ``refuses`` says; ``calls`` in order."""
 
     time: Callable[[int], float]
     peak: Callable[[int], int] = lambda n: MB * n + 50 * MB
     oom_above: float = math.inf
+    refuses: Callable[[int], bool] = lambda n: False
     calls: list[int] = field(default_factory=list)
 
     def __call__(self, n: int) -> tuple[int, float]:
         self.calls.append(n)
         if n > self.oom_above:
             raise FakeOutOfMemory(n)
+        if self.refuses(n):
+            raise SizeFailed(Refusal(n, f"the input provider raised ValueError: no batch of {n}"))
         return self.peak(n), self.time(n)
 
 
@@ -57,5 +62,5 @@ def sample(machine: Machine, user: int, capacity: int = 1 << 40, budget_ms: floa
     sizes = sorted(found.peaks)
     models = PerformanceModels.from_samples(
         sizes, [found.times[n] for n in sizes], [found.peaks[n] for n in sizes], capacity,
-        found.reason, tolerance=tolerance)
+        found.reason, tolerance=tolerance, fails_at=fails_above(found.refused, user))
     return found, models

@@ -16,6 +16,7 @@ from skyline_nb.profiler.errors import (
     StartingBatchOOMError,
 )
 from skyline_nb.profiler.session import profile
+from skyline_nb.report_checks import impossible_values
 
 
 def model_provider():
@@ -188,3 +189,32 @@ def test_bad_device():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="is_available"):
             run(device="cuda")
+
+
+def test_providers_that_run_only_at_the_users_batch_still_give_the_profile():
+    def fixed_labels(batch_size=4):  # labels written for the user's batch only
+        return torch.randn(batch_size, 8), torch.randint(0, 2, (4,))
+
+    report = run(inputs=fixed_labels, predict=True)
+    assert report.batch_size == 4 and report.tree.total_ms > 0
+    assert [s.batch_size for s in report.samples] == [4]
+    models = report.models
+    assert not models.can_manipulate and models.memory is None
+    assert "at batch size 8, the iteration" in models.reason
+    assert "Expected input batch_size (8) to match target batch_size (4)" in models.reason
+    assert impossible_values(report) == []
+
+
+def test_a_size_the_input_provider_refuses_ends_the_drag_below_it():
+    def at_most_six(batch_size=4):
+        if batch_size > 6:
+            raise ValueError(f"the dataset has 6 rows, not {batch_size}")
+        return input_provider(batch_size)
+
+    report = run(inputs=at_most_six, predict=True)
+    assert [s.batch_size for s in report.samples] == [1, 2, 4]  # 8 refused: below instead
+    assert report.models.fails_at == 8 and report.models.max_batch_size() == 7
+    said = [w for w in report.warnings if w.startswith("at batch size 8, the input provider")]
+    assert len(said) == 1 and "the dataset has 6 rows, not 8" in said[0]
+    assert said[0].endswith("predictions stop at batch size 7")
+    assert impossible_values(report) == []

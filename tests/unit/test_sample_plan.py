@@ -265,3 +265,27 @@ def test_a_retimed_sample_keeps_the_timing_the_other_sizes_agree_with(monkeypatc
     state["stall"] = 1.0
     assert warm.time_again(first, expected=4.2).ratio == pytest.approx(4.0)
     assert warm.time_again(first, expected=11.0).ratio == pytest.approx(12.0)
+
+
+def test_a_shape_written_for_the_users_batch_is_tried_once_each_side_and_said() -> None:
+    machine = Machine(lambda n: 0.5 * n + 4, refuses=lambda n: n != 16)
+    found, models = sample(machine, 16)
+    assert machine.calls == [32, 8]  # no halving towards 32: a refusal is no memory limit
+    assert sorted(found.peaks) == [16] and not models.can_manipulate
+    assert "at batch size 32, the input provider raised ValueError: no batch of 32" in models.reason
+
+
+def test_a_size_refused_above_the_samples_ends_the_drag_below_it() -> None:
+    machine = Machine(lambda n: 0.5 * n + 4, refuses=lambda n: n > 40)
+    found, models = sample(machine, 16)
+    assert sorted(found.peaks) == [8, 16, 32] and [r.batch_size for r in found.refused] == [64]
+    assert machine.calls.count(64) == 1  # the extension does not try it again
+    assert models.can_manipulate and models.fails_at == 64 and models.max_batch_size() == 63
+
+
+def test_a_refused_half_is_replaced_by_4x_and_nothing_smaller_is_tried() -> None:
+    machine = Machine(lambda n: 0.01 * n + 0.3, refuses=lambda n: n % 4 != 0)  # pairs of pairs
+    found, models = sample(machine, 12)  # 2× grew: ½× (6) is refused, 4× instead
+    assert machine.calls[:3] == [24, 6, 48] and 3 not in machine.calls
+    assert [r.batch_size for r in found.refused] == [6] and min(found.peaks) == 12
+    assert models.can_manipulate and models.fails_at is None
