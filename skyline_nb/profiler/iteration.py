@@ -39,12 +39,7 @@ from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.peak import PeakTracker, named_tensors
 from skyline_nb.profiler.phases import LABELS, PhaseMarks, shifted
-from skyline_nb.profiler.providers import (
-    Inputs,
-    Providers,
-    Trial,
-    make_inputs,
-)
+from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.retained import READINGS, Readings, take_readings
 from skyline_nb.profiler.step_peak import (
     MeasuredStep,
@@ -351,8 +346,3 @@ def _bytes(tensors: list[Any]) -> int:
 
     return sum({tp.storage_key(part): tp.storage_nbytes(part)
                 for t in tensors for part in tp.storage_parts(t)}.values())
-
-
-def warm_inputs(providers: Providers, device: Device) -> Callable[[int], Inputs]:
-    """``inputs_for`` for ``measure_level1``: the input provider at any batch size."""
-    return lambda n: make_inputs(providers, n, device)

@@ -295,5 +295,42 @@ def make_inputs(providers: Providers, batch_size: int, device: Device) -> Inputs
     return tuple(moved), {}, tensors
 
 
+def inputs_at_any_size(providers: Providers, batch_size: int,
+                       device: Device) -> Callable[[int], Inputs]:
+    """``make_inputs`` at any batch size, refusing (``ProviderError``) inputs that do not follow
+    it: where no tensor has a size within one element of its size at ``batch_size`` (the
+    user's) × n / ``batch_size``, the provider ignores ``batch_size`` or caps it (the rows of a
+    smaller dataset), and a sample there would be of another batch than it says (an MLP whose
+    provider ignored it was "launch-bound up to 2048")."""
+    shapes: dict[int, list[tuple[int, ...]]] = {}
+
+    def inputs_for(n: int) -> Inputs:
+        made = make_inputs(providers, n, device)
+        shapes[n] = [tuple(t.shape) for t in made[2]]
+        user = shapes.get(batch_size)
+        if user is not None and not _follows(user, batch_size, shapes[n], n):
+            raise ProviderError(
+                f"the input provider {providers.where(providers.inputs)} returned tensors "
+                f"none of whose sizes follows the batch size: {_shapes(shapes[n])}, where "
+                f"batch size {batch_size} gave {_shapes(user)}")
+        return made
+
+    return inputs_for
+
+
+def _follows(user_shapes: list[tuple[int, ...]], user: int, shapes: list[tuple[int, ...]],
+             n: int) -> bool:
+    """Whether a size of a tensor at n is within one element of that at ``user`` × n / user
+    (the provider may return other tensors at other sizes: each pair of the same rank)."""
+    return any(len(a) == len(b)
+               and any(abs(y * user - x * n) <= user for x, y in zip(a, b, strict=True))
+               for a, b in zip(user_shapes, shapes, strict=False))
+
+
+def _shapes(shapes: list[tuple[int, ...]]) -> str:
+    shown = ", ".join(str(tuple(s)) for s in shapes[:4])
+    return shown + (", …" if len(shapes) > 4 else "")
+
+
 def _values(raw: Any) -> list[Any]:
     return list(raw.values()) if isinstance(raw, dict) else list(raw)

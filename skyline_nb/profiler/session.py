@@ -33,7 +33,6 @@ from skyline_nb.profiler.iteration import (
     IterationResult,
     WarmTrial,
     measure_level1,
-    warm_inputs,
 )
 from skyline_nb.profiler.level2 import UNTRACKED_TOLERANCE, reconciled_op_times
 from skyline_nb.profiler.memory import (
@@ -51,7 +50,7 @@ from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.prints import held_prints
 from skyline_nb.profiler.progress import Progress, Reporter
-from skyline_nb.profiler.providers import build_trial
+from skyline_nb.profiler.providers import build_trial, inputs_at_any_size
 from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import roofline
 from skyline_nb.profiler.samples import fitted, sample_sizes, untracked_peaks
@@ -101,7 +100,7 @@ def profile(
         try:
             reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
-                                          inputs_for=warm_inputs(providers, dev))
+                                          inputs_for=inputs_at_any_size(providers, size, dev))
         except dev.oom_types as exc:
             raise StartingBatchOOMError(
                 f"one iteration at batch size {size} does not fit in the {dev.kind} memory "

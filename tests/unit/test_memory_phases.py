@@ -137,15 +137,16 @@ def test_the_example_lstm_from_8_predicts_its_peak_at_32_and_64() -> None:
     """The LSTM peaks in backward at 8 and in forward from 16 on: from samples at 4, 8 and 16,
     the phases' lines predict 32 and 64 to the byte's 0.1 %; the step's peaks alone did not."""
     from skyline_nb.examples import lstm
-    from skyline_nb.profiler.iteration import measure_level1, warm_inputs
+    from skyline_nb.profiler.iteration import measure_level1
     from skyline_nb.profiler.prepare import prepare
+    from skyline_nb.profiler.providers import inputs_at_any_size
     from skyline_nb.profiler.session import build_trial
 
     run = prepare(lstm.skyline_model_provider, lstm.skyline_input_provider,
                   lstm.skyline_iteration_provider, batch_size=8, device="cpu",
                   project_root=None, memory_budget=None, cells=None)
-    level1, warm = measure_level1(lambda: build_trial(run.providers, 8, run.device),
-                                  run.device, 8, inputs_for=warm_inputs(run.providers, run.device))
+    level1, warm = measure_level1(lambda: build_trial(run.providers, 8, run.device), run.device,
+                                  8, inputs_for=inputs_at_any_size(run.providers, 8, run.device))
     sizes = [4, 8, 16]
     peaks = {8: level1.peak_bytes, **{n: warm.peak_at(n) for n in (4, 16)}}
     truth = {n: warm.peak_at(n) for n in (32, 64)}

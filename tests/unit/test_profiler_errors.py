@@ -218,3 +218,32 @@ def test_a_size_the_input_provider_refuses_ends_the_drag_below_it():
     assert len(said) == 1 and "the dataset has 6 rows, not 8" in said[0]
     assert said[0].endswith("predictions stop at batch size 7")
     assert impossible_values(report) == []
+
+
+def test_inputs_that_do_not_follow_the_batch_size_are_not_samples():
+    def ignores_it(batch_size=4):
+        return input_provider(4)
+
+    rows = torch.randn(6, 8)
+
+    def six_rows(batch_size=4):  # a dataset smaller than the samples: rows[:8] has 6
+        return rows[:batch_size], torch.randint(0, 2, (min(batch_size, 6),))
+
+    ignored = run(inputs=ignores_it, predict=True)
+    assert [s.batch_size for s in ignored.samples] == [4] and not ignored.models.can_manipulate
+    assert ("at batch size 8, the input provider test_inputs_that_do_not_follow_the_batch_size_"
+            "are_not_samples.<locals>.ignores_it") in ignored.models.reason
+    assert ("none of whose sizes follows the batch size: (4, 8), (4,), where batch size 4 gave "
+            "(4, 8), (4,)") in ignored.models.reason
+    capped = run(inputs=six_rows, predict=True)
+    assert [s.batch_size for s in capped.samples] == [1, 2, 4] and capped.models.fails_at == 8
+    assert any(w.startswith("at batch size 8") and "(6, 8), (6,)" in w for w in capped.warnings)
+
+
+def test_inputs_within_one_element_of_the_batch_size_follow_it():
+    def pairs(batch_size=10):  # half as many pairs: 5 → 2, not 2.5
+        return input_provider(2 * (batch_size // 2))
+
+    report = run(inputs=pairs, predict=True)
+    assert len(report.samples) >= 3 and report.models.fails_at is None
+    assert not any("follows the batch size" in w for w in report.warnings)
