@@ -52,7 +52,8 @@ def run_body(shell: Any, body: str, by_cell: Mapping[str, LiveProfile]) -> Sourc
     found = next((e for e in reversed(cells.entries()) if e.source == transformed), None)
     if found is None:
         return None
-    cells.register(found.code_name, cell_id, transformed, cell_source=full)
+    cells.register(found.code_name, cell_id, transformed, cell_source=full,
+                   execution_count=found.execution_count)
     return SourceCell(cell_id, full, found.code_name)
 
 

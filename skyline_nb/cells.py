@@ -40,7 +40,8 @@ class CellEntry:
     """One executed piece of cell code.
 
     ``source`` is the code as compiled (its line 1 is cell line ``first_line``);
-    ``cell_source`` is the whole cell as the user sees it, when known (for the code view).
+    ``cell_source`` is the whole cell as the user sees it, when known (for the code view);
+    ``execution_count`` the run's number, the cell's prompt ``[N]`` (IPython's ``In[N]``).
     """
 
     code_name: str
@@ -48,10 +49,18 @@ class CellEntry:
     source: str
     first_line: int = 1
     cell_source: str | None = None
+    execution_count: int | None = None
 
     def cell_line(self, code_line: int) -> int:
         """The 1-based line in the cell (as the user sees it) of ``code_line`` of ``source``."""
         return code_line + self.first_line - 1
+
+    def where(self, line: int) -> str:
+        """Line ``line`` of the cell, named as the user sees it: "Cell In[12], line 17"
+        (IPython's traceback words for the cell whose prompt reads [12]), else by its id."""
+        if self.execution_count is not None:
+            return f"Cell In[{self.execution_count}], line {line}"
+        return f"cell {self.cell_id or '?'}, line {line}"
 
     def display_source(self) -> str:
         """The text that ``cell_line`` numbers index: the cell if known, else padded code."""
@@ -71,6 +80,7 @@ def register(
     first_line: int = 1,
     *,
     cell_source: str | None = None,
+    execution_count: int | None = None,
 ) -> CellEntry:
     """Record that code compiled under ``code_name`` is ``source`` from cell ``cell_id``.
 
@@ -79,7 +89,7 @@ def register(
     """
     if first_line < 1:
         raise ValueError(f"first_line must be >= 1, not {first_line}")
-    entry = CellEntry(code_name, cell_id, source, first_line, cell_source)
+    entry = CellEntry(code_name, cell_id, source, first_line, cell_source, execution_count)
     with _lock:
         _entries.pop(code_name, None)
         _entries[code_name] = entry
@@ -135,7 +145,7 @@ def make_pre_run_cell_hook(ip: Any) -> Any:
             # run_cell_async has already advanced execution_count when it stores history.
             number = ip.execution_count - 1 if info.store_history else ip.execution_count
             name = ip.compile.get_code_name(raw, transformed, number)
-            _register_run(name, getattr(info, "cell_id", None), raw, transformed)
+            _register_run(name, getattr(info, "cell_id", None), raw, transformed, number)
         except Exception:  # see docstring: never break the user's cell
             return
 
@@ -161,7 +171,9 @@ def register_history(ip: Any) -> list[CellEntry]:
         return []
     raws, parsed = history.input_hist_raw, history.input_hist_parsed
     found = []
-    for number in range(1, min(len(raws), len(parsed))):
+    # latest first: under ipykernel every run of one text has one name, and the function
+    # now defined comes from its latest run (the number its prompt shows)
+    for number in reversed(range(1, min(len(raws), len(parsed)))):
         for breaks in range(_MAX_TRAILING_BREAKS + 1):
             raw = raws[number] + "\n" * breaks
             transformed = parsed[number] + "\n" * max(breaks, 1)
@@ -169,7 +181,7 @@ def register_history(ip: Any) -> list[CellEntry]:
             # Every hit is a real run (the name hashes its exact text), so none stops the
             # search: another run of the same text with more breaks has a name of its own.
             if name in linecache.cache and lookup(name) is None:
-                found.append(_register_run(name, None, raw, transformed))
+                found.append(_register_run(name, None, raw, transformed, number))
     return found
 
 
@@ -182,11 +194,14 @@ def name_cell(code_name: str, cell_id: str) -> CellEntry | None:
     if entry is None or entry.cell_id is not None:
         return entry
     return register(code_name, cell_id, entry.source, entry.first_line,
-                    cell_source=entry.cell_source)
+                    cell_source=entry.cell_source, execution_count=entry.execution_count)
 
 
-def _register_run(name: str, cell_id: str | None, raw: str, transformed: str) -> CellEntry:
-    """Register one run of a cell: ``raw`` as typed, compiled as ``transformed`` under ``name``."""
+def _register_run(name: str, cell_id: str | None, raw: str, transformed: str,
+                  number: int) -> CellEntry:
+    """Register run ``number`` of a cell: ``raw`` as typed, compiled as ``transformed`` under
+    ``name``."""
     offset = leading_blank_lines(raw) - leading_blank_lines(transformed)
-    return register(name, cell_id, transformed, first_line=1 + max(0, offset), cell_source=raw)
+    return register(name, cell_id, transformed, first_line=1 + max(0, offset), cell_source=raw,
+                    execution_count=number)
 

@@ -113,7 +113,7 @@ def location(filename: str, line: int) -> str:
     if named:
         return f"{' '.join(named)}, line {line}"
     if entry is not None:
-        return f"cell {entry.cell_id or '?'}, line {line}"
+        return entry.where(line)
     path, here = Path(filename), Path.cwd()
     return f"{path.relative_to(here) if path.is_relative_to(here) else path}, line {line}"
 

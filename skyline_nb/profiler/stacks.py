@@ -42,6 +42,9 @@ class Cell(Protocol):
     def display_source(self) -> str:
         """The cell's text, as ``cell_line`` numbers it."""
 
+    def where(self, line: int) -> str:
+        """Line ``line`` of the cell (as ``cell_line`` gives it) named as the user sees it."""
+
 
 CellLookup = Callable[[str], Cell | None]
 """Code file name (``co_filename``) -> the cell it was compiled from, or None."""
@@ -169,13 +172,14 @@ class UserCode:
         return found
 
     def location_of(self, function: object) -> str:
-        """'cell <id>, line N' or 'file.py, line N' for a function, for error messages."""
+        """'Cell In[N], line L' (``Cell.where``) or 'file.py, line L' for a function, for
+        error messages."""
         code = getattr(function, "__code__", None)
         if code is None:
             return repr(function)
         entry = self.cell_of(code.co_filename)
         if entry is not None:
-            return f"cell {entry.cell_id or '?'}, line {entry.cell_line(code.co_firstlineno)}"
+            return entry.where(entry.cell_line(code.co_firstlineno))
         return f"{code.co_filename}, line {code.co_firstlineno}"
 
     # ---- sources --------------------------------------------------------------------------

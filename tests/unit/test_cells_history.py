@@ -53,6 +53,7 @@ def line_of(text: str, needle: str) -> int:
 @pytest.mark.parametrize("ending", ["", "\n\n\n"])  # notebook cells usually have no final break
 def test_history_gives_back_the_cell_that_defined_a_function(shell, ending):
     code = PROVIDERS.rstrip("\n") + ending
+    number = shell.execution_count
     run_before_load(shell, code)
     run_before_load(shell, "x = 1")  # a later cell: lookups go by code name, not by recency
     found = cells.register_history(shell)
@@ -64,6 +65,10 @@ def test_history_gives_back_the_cell_that_defined_a_function(shell, ending):
     line = entry.cell_line(provider.__code__.co_firstlineno)
     assert line == line_of(code, "def skyline_input_provider")
     assert _cell_of(provider).code == entry.cell_source
+    # named in messages as IPython's tracebacks name it, by the prompt the user sees: [number]
+    assert entry.execution_count == number
+    named = shell.compile.format_code_name(provider.__code__.co_filename)
+    assert entry.where(line) == f"{' '.join(named)}, line {line}" == f"Cell In[{number}], line {line}"
 
 
 def test_history_keeps_ids_the_hook_reported(shell):
