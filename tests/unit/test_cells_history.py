@@ -68,7 +68,8 @@ def test_history_gives_back_the_cell_that_defined_a_function(shell, ending):
     # named in messages as IPython's tracebacks name it, by the prompt the user sees: [number]
     assert entry.execution_count == number
     named = shell.compile.format_code_name(provider.__code__.co_filename)
-    assert entry.where(line) == f"{' '.join(named)}, line {line}" == f"Cell In[{number}], line {line}"
+    assert entry.where(line) == f"{' '.join(named)}, line {line}"
+    assert entry.where(line) == f"Cell In[{number}], line {line}"
 
 
 def test_history_keeps_ids_the_hook_reported(shell):
