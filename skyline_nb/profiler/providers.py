@@ -321,9 +321,13 @@ def inputs_at_any_size(providers: Providers, batch_size: int,
 def _follows(user_shapes: list[tuple[int, ...]], user: int, shapes: list[tuple[int, ...]],
              n: int) -> bool:
     """Whether a size of a tensor at n is within one element of that at ``user`` × n / user
-    (the provider may return other tensors at other sizes: each pair of the same rank)."""
-    return any(len(a) == len(b)
-               and any(abs(y * user - x * n) <= user for x, y in zip(a, b, strict=True))
+    (the provider may return other tensors at other sizes: each pair of the same rank), and
+    changed where that moved by a whole element (at ``user`` 1 a size of 1 that stays 1 at 2
+    is within one element of 2, and follows nothing)."""
+    def follows(x: int, y: int) -> bool:
+        return abs(y * user - x * n) <= user and (y != x or abs(x * n - x * user) < user)
+
+    return any(len(a) == len(b) and any(follows(x, y) for x, y in zip(a, b, strict=True))
                for a, b in zip(user_shapes, shapes, strict=False))
 
 

@@ -247,3 +247,9 @@ def test_inputs_within_one_element_of_the_batch_size_follow_it():
     report = run(inputs=pairs, predict=True)
     assert len(report.samples) >= 3 and report.models.fails_at is None
     assert not any("follows the batch size" in w for w in report.warnings)
+
+
+def test_at_batch_size_1_a_provider_that_ignores_it_is_refused_too():
+    report = run(inputs=lambda batch_size=1: input_provider(1), predict=True)
+    assert [s.batch_size for s in report.samples] == [1]
+    assert "at batch size 2, the input provider" in report.models.reason
