@@ -312,6 +312,7 @@ def test_to_dict_round_trips_and_is_strict_json() -> None:
         given(2.0, -1.5),
         exact_models(sizes=(8, 16)),
         PerformanceModels.from_samples([4, 8, 16], [9.0, 8.0, 7.0], [3, 2, 1], GIB),
+        PerformanceModels.from_samples([4, 8, 16], [3.0, 5.0, 9.0], [3, 5, 9], GIB, fails_at=20),
     ):
         data = json.loads(json.dumps(models.to_dict(), allow_nan=False))
         back = PerformanceModels.from_dict(data)
@@ -340,6 +341,10 @@ def test_dict_layout_keeps_the_keys_the_widget_reads() -> None:
                                       "intercept": data["time"]["intercept"]}]
     assert data["max_batch_size"] == exact_models().max_batch_size()
     assert PerformanceModels.from_dict({**data, "added_later": 1}) == exact_models()
+    assert "fails_at" not in data  # written only where a size failed: older reports read alike
+    failing = PerformanceModels.from_samples([4, 8, 16], [3.0, 5.0, 9.0], [3, 5, 9], GIB,
+                                             fails_at=20).to_dict()
+    assert failing["fails_at"] == 20 and failing["max_batch_size"] == 19
 
 
 def test_shared_fixture_for_the_javascript_mirror_is_current() -> None:
