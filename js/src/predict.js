@@ -128,7 +128,7 @@ export class Predictor {
     this.capacityBytes = Number.isFinite(capacity) ? capacity : 0;
     this.memoryBound = "memory_bound" in m ? Boolean(m.memory_bound) : true;
     this.measuredRange = rangeOf(m.measured_range);
-    // The smallest batch size above the samples where the user's code raised: the drag stops below.
+    // The smallest size above the samples where the user's code raised: the drag stops below.
     this.failsAt = isBatchSize(m.fails_at) ? m.fails_at : null;
     const best = Number(m.measured_max_throughput);
     this.measuredMaxThroughput = m.measured_max_throughput !== null && Number.isFinite(best) ? best : null;
@@ -229,7 +229,8 @@ export class Predictor {
   /**
    * The top of the drag range, in [1, MAX_BATCH_SIZE]: the smallest of the largest batch whose
    * predicted peak fits the capacity (only when memory bounds it), 8× the largest measured
-   * batch and the size below failsAt. Throws like Python without a memory line, even when a value was stored.
+   * batch and the size below failsAt. Throws like Python without a memory line, even when a
+   * value was stored.
    */
   maxBatchSize() {
     need(this.memory);

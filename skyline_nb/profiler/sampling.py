@@ -22,9 +22,8 @@ becomes the known limit and the next try halves the gap to the last size that wo
 two failures only sizes below the user's are tried. A size where the user's providers raise
 (``SizeFailed``: a shape written for their batch, labels of a fixed length) is no memory limit
 to halve towards: no size beyond it on its side of the user's batch is tried. With a lone point
-and nothing smaller
-(batch 1), one size above is probed even if the one-point bound forbids it: that bound assumes
-no weights.
+and nothing smaller (batch 1), one size above is probed even if the one-point bound forbids it:
+that bound assumes no weights.
 
 Imports no torch: the caller passes ``peak_at`` and the exception types that mean "out of
 memory" on its device (``torch.OutOfMemoryError`` on CUDA), so this module can be tested with a
