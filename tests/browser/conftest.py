@@ -305,7 +305,9 @@ class NotebookPage:
     def run_all(self, timeout_ms: float = 180_000) -> None:
         """Run > Run All Cells, then wait until every code cell shows an execution count (a
         profile cell may take a minute on a slow or shared CI machine: Playwright's default
-        30 s failed a GRU profile there)."""
+        30 s failed a GRU profile there). Checked every 250 ms, not at every animation frame
+        (Playwright's default): the browser shares the kernel's cores, and a user's browser
+        does not run script 60 times a second while a profile runs."""
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         self.page.wait_for_function(
@@ -313,6 +315,7 @@ class NotebookPage:
                 const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];
                 return prompts.length > 0 && prompts.every(p => /\\[\\d+\\]/.test(p.textContent));
             }""",
+            polling=250,
             timeout=timeout_ms,
         )
         self.wait_for_kernel_idle()
