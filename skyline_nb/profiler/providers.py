@@ -306,7 +306,7 @@ def inputs_at_any_size(providers: Providers, batch_size: int,
 
     def inputs_for(n: int) -> Inputs:
         made = make_inputs(providers, n, device)
-        shapes[n] = [tuple(t.shape) for t in made[2]]
+        shapes[n] = [_sizes(t) for t in made[2]]
         user = shapes.get(batch_size)
         if user is not None and not _follows(user, batch_size, shapes[n], n):
             raise ProviderError(
@@ -316,6 +316,12 @@ def inputs_at_any_size(providers: Providers, batch_size: int,
         return made
 
     return inputs_for
+
+
+def _sizes(tensor: torch.Tensor) -> tuple[int, ...]:
+    """A tensor's sizes; a nested tensor's count of components (a strided one has no sizes,
+    a jagged one a symbolic ragged size)."""
+    return (tensor.size(0),) if tensor.is_nested else tuple(tensor.shape)
 
 
 def _follows(user_shapes: list[tuple[int, ...]], user: int, shapes: list[tuple[int, ...]],

@@ -253,3 +253,25 @@ def test_at_batch_size_1_a_provider_that_ignores_it_is_refused_too():
     report = run(inputs=lambda batch_size=1: input_provider(1), predict=True)
     assert [s.batch_size for s in report.samples] == [1]
     assert "at batch size 2, the input provider" in report.models.reason
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning")
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_nested_tensor_inputs_follow_the_batch_size_by_their_count(layout):
+    def sequences(batch_size=4):  # a batch of sequences of 3-5 steps
+        steps = [torch.randn(3 + i % 3, 8) for i in range(batch_size)]
+        return torch.nested.nested_tensor(steps, layout=layout), torch.randint(0, 2, (batch_size,))
+
+    def iteration_of(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def iteration(x, y):
+            optimizer.zero_grad()
+            pooled = torch.stack([step.mean(0) for step in model[0](x).unbind()])
+            nn.functional.cross_entropy(model[2](pooled), y).backward()
+            optimizer.step()
+        return iteration
+
+    report = run(inputs=sequences, iteration=iteration_of, predict=True)
+    assert len(report.samples) >= 3
+    assert not any("follows the batch size" in w for w in report.warnings)
