@@ -213,7 +213,8 @@ def fitted(
 def _refusal_warning(refusal: Refusal, user: int, models: PerformanceModels) -> str:
     """A size the providers raised at, beside predictions from the sizes that ran."""
     if refusal.batch_size < user:
-        return f"{refusal}: smaller batch sizes were not measured"
+        return (f"{refusal}: no smaller size was tried, and below batch size {user} the drag "
+                "may reach sizes that fail too")
     top = models.max_batch_size() if models.memory is not None else refusal.batch_size - 1
     return f"{refusal}: predictions stop at batch size {top}"
 

@@ -275,3 +275,17 @@ def test_nested_tensor_inputs_follow_the_batch_size_by_their_count(layout):
     report = run(inputs=sequences, iteration=iteration_of, predict=True)
     assert len(report.samples) >= 3
     assert not any("follows the batch size" in w for w in report.warnings)
+
+
+def test_a_size_refused_below_the_users_is_named_beside_the_predictions():
+    def at_least_four(batch_size=4):
+        if batch_size < 4:
+            raise ValueError(f"a batch of {batch_size} has no pairs of pairs")
+        return input_provider(batch_size)
+
+    report = run(inputs=at_least_four, predict=True)
+    assert min(s.batch_size for s in report.samples) == 4 and len(report.samples) >= 3
+    said = [w for w in report.warnings if w.startswith("at batch size ")]
+    assert len(said) == 1 and "has no pairs of pairs" in said[0]
+    assert said[0].endswith("below batch size 4 the drag may reach sizes that fail too")
+    assert report.models.fails_at is None  # a size below bounds nothing above
