@@ -109,6 +109,8 @@ def _run(args: argparse.Namespace) -> int:
         report = _profile(providers, args, root)
     for warning in report.warnings:
         _say(f"warning: {warning}")
+    if report.models is not None and not report.models.can_manipulate:  # the widget's words
+        _say(f"predictions off: {report.models.reason}")
     try:
         export(report, output, kind, overwrite=args.force)
     except FileExistsError as exc:  # created by someone else while we were profiling

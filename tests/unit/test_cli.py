@@ -23,6 +23,7 @@ import skyline_nb
 from skyline_nb.cli import main
 from skyline_nb.entry import UsageError, export, export_kind, find_providers, parse_size
 from skyline_nb.export.trace import TIMING_NOTE
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.report import SCHEMA_VERSION, Report
 from skyline_nb.textprogress import TextProgress
@@ -412,6 +413,24 @@ def test_profile_writes_json_predicts_and_force_overwrites(
     assert recorder.calls[1][1]["predict"] is False
     assert json.loads(output.read_text())["schema_version"] == SCHEMA_VERSION
     assert sorted(p.name for p in tmp_path.iterdir()) == ["entry.py", "report.json"]
+
+
+def test_profile_says_why_there_are_no_predictions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refused = sample_report()
+    refused.models = PerformanceModels.from_samples(
+        [32], [19.25], [1536 * 1024], 16 << 30,
+        "only 1 batch size could be measured (32): at batch size 64, the input provider f "
+        "(entry.py, line 5) raised ValueError: 40 rows; predictions need 3")
+    monkeypatch.setattr(skyline_nb, "profile", lambda *a, **k: refused)
+    code, _, err = _run(["profile", _entry(tmp_path), "-o", tmp_path / "r.json"], capsys)
+    assert code == 0
+    assert ("skyline-nb: predictions off: only 1 batch size could be measured (32): at batch "
+            "size 64, the input provider f (entry.py, line 5) raised ValueError: 40 rows") in err
+    monkeypatch.setattr(skyline_nb, "profile", lambda *a, **k: sample_report())
+    _, _, err = _run(["profile", _entry(tmp_path), "-o", tmp_path / "r.json", "--force"], capsys)
+    assert "predictions off" not in err  # dragging on: nothing to say
 
 
 def test_profile_chooses_the_format_by_the_output_suffix(
