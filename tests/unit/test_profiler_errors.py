@@ -278,14 +278,19 @@ def test_nested_tensor_inputs_follow_the_batch_size_by_their_count(layout):
 
 
 def test_a_size_refused_below_the_users_is_named_beside_the_predictions():
-    def at_least_four(batch_size=4):
-        if batch_size < 4:
-            raise ValueError(f"a batch of {batch_size} has no pairs of pairs")
-        return input_provider(batch_size)
+    """A step whose time clearly grows from 64 to 128 is sampled at ½× next (else at 4× and,
+    its iterations being cheap, ¼×): below 64 every size is refused."""
+    def wide():
+        return nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 10))
 
-    report = run(inputs=at_least_four, predict=True)
-    assert min(s.batch_size for s in report.samples) == 4 and len(report.samples) >= 3
+    def at_least_64(batch_size=64):
+        if batch_size < 64:
+            raise ValueError(f"a batch of {batch_size} has too few pairs")
+        return torch.randn(batch_size, 256), torch.randint(0, 10, (batch_size,))
+
+    report = run(model=wide, inputs=at_least_64, predict=True)
+    assert min(s.batch_size for s in report.samples) == 64 and len(report.samples) >= 3
     said = [w for w in report.warnings if w.startswith("at batch size ")]
-    assert len(said) == 1 and "has no pairs of pairs" in said[0]
-    assert said[0].endswith("below batch size 4 the drag may reach sizes that fail too")
+    assert len(said) == 1 and "has too few pairs" in said[0], report.warnings
+    assert said[0].endswith("below batch size 64 the drag may reach sizes that fail too")
     assert report.models.fails_at is None  # a size below bounds nothing above
