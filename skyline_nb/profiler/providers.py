@@ -302,16 +302,17 @@ def inputs_at_any_size(providers: Providers, batch_size: int,
     user's) × n / ``batch_size``, the provider ignores ``batch_size`` or caps it (the rows of a
     smaller dataset), and a sample there would be of another batch than it says (an MLP whose
     provider ignored it was "launch-bound up to 2048")."""
-    shapes: dict[int, list[tuple[int, ...]]] = {}
+    user: list[tuple[int, ...]] = []  # the tensors' sizes at the user's batch, once made
 
     def inputs_for(n: int) -> Inputs:
         made = make_inputs(providers, n, device)
-        shapes[n] = [_sizes(t) for t in made[2]]
-        user = shapes.get(batch_size)
-        if user is not None and not _follows(user, batch_size, shapes[n], n):
+        sizes = [_sizes(t) for t in made[2]]
+        if n == batch_size:
+            user[:] = sizes
+        elif user and not _follows(user, batch_size, sizes, n):
             raise ProviderError(
                 f"the input provider {providers.where(providers.inputs)} returned tensors "
-                f"none of whose sizes follows the batch size: {_shapes(shapes[n])}, where "
+                f"none of whose sizes follows the batch size: {_shapes(sizes)}, where "
                 f"batch size {batch_size} gave {_shapes(user)}")
         return made
 
