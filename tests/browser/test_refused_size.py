@@ -1,0 +1,81 @@
+"""A provider that refuses batch sizes above the user's (a dataset of 24 rows): the profile of
+the user's batch stands, the report names the refused size, and the throughput bar dragged up as
+far as it goes stops just below it, in real JupyterLab 4 and Notebook 7.
+
+The newcomer's order: providers first, `%load_ext skyline_nb` + `%skyline` in a later cell,
+default threads. The sample at 2× (32) is refused, the sizes below are measured (4, 8, 16), and
+the drag's top is 31: the literal written into the cell and saved to disk is 31, the one change.
+"""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+from test_cell_edit import _part, _ready, _saved
+from test_late_load import SHOWN, _kernel_value
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+PROVIDERS = '''import torch
+from torch import nn
+
+def skyline_model_provider():
+    return nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 10))
+
+def skyline_input_provider(batch_size=16):
+    if batch_size > 24:
+        raise ValueError(f"the dataset has 24 rows, not {batch_size}")
+    return torch.randn(batch_size, 256), torch.randint(0, 10, (batch_size,))
+
+def skyline_iteration_provider(model):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    def iteration(x, y):
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    return iteration'''
+FACTS = ("(lambda r: {'samples': sorted(s.batch_size for s in r.samples), "
+         "'fails_at': r.models.fails_at, 'top': r.models.max_batch_size(), "
+         f"'warnings': r.warnings}})({SHOWN})")
+
+
+def test_the_drag_stops_below_a_size_the_provider_refuses(notebook):  # Lab and NB 7
+    cells = {"providers": PROVIDERS, "profile": "%load_ext skyline_nb\n%skyline"}
+    notebook.write(f"refused-{notebook.frontend}.ipynb", cells)
+    notebook.open()
+    notebook.run_all()
+    widget = notebook.page.locator('.jp-OutputArea [data-skyline="root"]')
+    _ready(widget, 16)
+    facts = _kernel_value(notebook, FACTS)
+    assert facts["samples"] == [4, 8, 16] and facts["fails_at"] == 32 and facts["top"] == 31
+    said = [w for w in facts["warnings"] if w.startswith("at batch size 32, the input provider")]
+    assert len(said) == 1 and "(Cell In[1], line 7)" in said[0], facts
+    assert said[0].endswith("the dataset has 24 rows, not 32: predictions stop at batch size 31")
+    notes = _part(widget, "warnings")  # opened as a user opens them
+    notes.locator("summary").click()
+    expect(notes).to_contain_text("predictions stop at batch size 31")
+
+    seen = _drag_to_the_top(notebook, widget)
+    assert seen == sorted(seen) and seen[-1] == 31 and seen.count(31) > 10, seen
+    assert int(_part(widget, "predicted-batch-size").text_content()) == 31
+    assert _saved(notebook) == {**cells,
+                                "providers": PROVIDERS.replace("batch_size=16)", "batch_size=31)")}
+
+
+def _drag_to_the_top(notebook, widget) -> list[int]:
+    """Press on the throughput bar and move up 4 px at a time, 200 px in all (past the bar's
+    top), then release; the batch sizes shown after each move."""
+    page = notebook.page
+    bar = _part(widget, "throughput-bar")
+    bar.scroll_into_view_if_needed()
+    box = bar.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    shown = _part(widget, "predicted-batch-size")
+    seen = []
+    page.mouse.move(x, y)
+    page.mouse.down()
+    for step in range(1, 51):
+        page.mouse.move(x, y - 4 * step)
+        seen.append(int(shown.text_content()))
+    page.mouse.up()
+    return seen
