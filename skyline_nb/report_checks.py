@@ -126,18 +126,21 @@ def _models(report: Report) -> Iterator[str]:
 
 
 def _drag_range(report: Report, models: PerformanceModels) -> Iterator[str]:
-    top = models.max_batch_size()
+    bottom, top = models.min_batch_size(), models.max_batch_size()
     largest = max((s.batch_size for s in report.samples), default=report.batch_size)
     if top > EXTRAPOLATION_LIMIT * largest:
         yield (f"the drag reaches batch size {top}, beyond {EXTRAPOLATION_LIMIT}× the largest "
                f"measured {largest}")
     if top < max(largest, report.batch_size):
         yield f"the drag stops at batch size {top}, below the measured {largest}"
+    smallest = min((s.batch_size for s in report.samples), default=report.batch_size)
+    if bottom > min(smallest, report.batch_size):
+        yield f"the drag starts at batch size {bottom}, above the measured {smallest}"
     peak = models.predict_peak_bytes(top)
     if models.memory_bound and _above(peak, models.capacity_bytes):
         yield (f"the predicted peak at batch size {top} ({format_bytes(peak)}) exceeds the "
                f"capacity ({format_bytes(models.capacity_bytes)})")
-    for batch in (1, top):
+    for batch in (bottom, top):
         ms = models.predict_iteration_ms(batch)
         values = (ms, models.predict_throughput(batch), models.predict_peak_bytes(batch))
         if not all(math.isfinite(v) and v > 0 for v in values):
@@ -150,5 +153,5 @@ def _drag_range(report: Report, models: PerformanceModels) -> Iterator[str]:
             yield (f"the maximum throughput shown ({best:.6g} samples/s) is below the "
                    f"{throughput:.6g} samples/s predicted at batch size {batch:g}")
     knee = models.knee_batch_size
-    if knee is not None and not 1 <= knee <= top:
-        yield f"the knee at batch size {knee} is outside the drag range [1, {top}]"
+    if knee is not None and not bottom <= knee <= top:
+        yield f"the knee at batch size {knee} is outside the drag range [{bottom}, {top}]"

@@ -1,8 +1,9 @@
 // The key-metric bars (Skyline's Figure 2): throughput and peak memory at the chosen batch size.
 //
 // Dragging either bar moves the BATCH SIZE, geometrically: the bar's full height spans the whole
-// drag range, 1 … top (top = the memory bound or 8× the largest sample), so every pixel changes
-// the batch by the same factor (top^(1/height): under 5 % a pixel for a 160 px bar and a range
+// drag range, bottom … top (top = the memory bound or 8× the largest sample; bottom = 1, or above
+// a size where the user's code raised), so every pixel changes the batch by the same factor
+// ((top/bottom)^(1/height): under 5 % a pixel for a 160 px bar and a range
 // up to 2048). Dragging up always means a larger batch, no few pixels jump by orders of
 // magnitude, and the bars always show the prediction at the batch size chosen, so the value
 // seen while dragging is the value committed on release. Skyline dragged the VALUE and
@@ -29,11 +30,11 @@ const FALLBACK_TRACK_PX = 160; // jsdom and hidden outputs report a 0-height tra
 
 /**
  * The batch size after the pointer moved `moved` px up (negative: down) from where a drag that
- * began at batch `start` pressed, on a track `height` px tall spanning 1 … `top`.
+ * began at batch `start` pressed, on a track `height` px tall spanning `bottom` … `top`.
  */
-export function dragBatch({ start, moved, height, top }) {
-  const span = Math.log(Math.max(2, top));
-  return clamp(Math.round(start * Math.exp((moved / height) * span)), 1, Math.max(1, top));
+export function dragBatch({ start, moved, height, top, bottom = 1 }) {
+  const span = Math.log(Math.max(2, top / bottom));
+  return clamp(Math.round(start * Math.exp((moved / height) * span)), bottom, Math.max(bottom, top));
 }
 
 /**
@@ -90,6 +91,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
   const measuredBatch = Number(report.batch_size);
   const live = predictor.canManipulate;
   const top = live ? predictor.maxBatchSize() : measuredBatch;
+  const bottom = live ? predictor.minBatchSize() : measuredBatch;
   const ms = metrics(report, predictor, top);
   let batch = initialBatch ?? measuredBatch;
   let committed = batch;
@@ -207,7 +209,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
 
     track.addEventListener("pointermove", (e) => {
       if (!drag || e.pointerId !== drag.id) return;
-      preview(dragBatch({ start: drag.start, moved: drag.y - e.clientY, height: drag.height, top }));
+      preview(dragBatch({ start: drag.start, moved: drag.y - e.clientY, height: drag.height, top, bottom }));
     }, opts);
 
     const end = (e) => {
@@ -228,9 +230,9 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     const step = Math.max(1, Math.round(batch * 0.1));
     const steps = {
       ArrowUp: batch + 1, ArrowRight: batch + 1, ArrowDown: batch - 1, ArrowLeft: batch - 1,
-      PageUp: batch + step, PageDown: batch - step, Home: 1, End: top,
+      PageUp: batch + step, PageDown: batch - step, Home: bottom, End: top,
     };
-    return key in steps ? clamp(steps[key], 1, top) : null;
+    return key in steps ? clamp(steps[key], bottom, top) : null;
   }
 
   /** A key pressed on a focused bar; true when the bar took it (the page never sees it). */

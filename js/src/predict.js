@@ -130,6 +130,8 @@ export class Predictor {
     this.measuredRange = rangeOf(m.measured_range);
     // The smallest size above the samples where the user's code raised: the drag stops below.
     this.failsAt = isBatchSize(m.fails_at) ? m.fails_at : null;
+    // ... and the largest size below them where it raised: the drag starts above it.
+    this.failsBelow = isBatchSize(m.fails_below) ? m.fails_below : null;
     const best = Number(m.measured_max_throughput);
     this.measuredMaxThroughput = m.measured_max_throughput !== null && Number.isFinite(best) ? best : null;
     // to_dict writes max_batch_size (derived); reading it means JS cannot drift from Python's
@@ -163,6 +165,10 @@ export class Predictor {
     const largest = this.measuredRange[1];
     if (!problems.length && this.maxBatchSize() < largest) {
       problems.push(`the memory line puts the measured batch size ${largest} beyond the memory capacity`);
+    }
+    const smallest = this.measuredRange[0];
+    if (this.minBatchSize() > smallest) {
+      problems.push(`the measured batch size ${smallest} is below a size where the code raised (${this.failsBelow})`);
     }
     return problems;
   }
@@ -208,10 +214,11 @@ export class Predictor {
     return Number.isFinite(value) ? value : null;
   }
 
-  /** PerformanceModels.turns: the ends of [1, top] and the breakpoints between them. */
+  /** PerformanceModels.turns: the ends of [minBatchSize, top] and the breakpoints between. */
   turns(top) {
     need(this.time);
-    return [1.0, ...breakpoints(this.timeLines).filter((x) => 1 < x && x < top), top];
+    const bottom = this.minBatchSize();
+    return [bottom, ...breakpoints(this.timeLines).filter((x) => bottom < x && x < top), top];
   }
 
   /**
@@ -224,6 +231,11 @@ export class Predictor {
     const top = this.maxBatchSize();
     const value = Math.max(...this.turns(top).map((x) => this.predictThroughput(x)), this.measuredMaxThroughput || 0.0);
     return Number.isFinite(value) ? value : null;
+  }
+
+  /** The bottom of the drag range: 1, or the size above failsBelow. */
+  minBatchSize() {
+    return this.failsBelow === null ? 1 : this.failsBelow + 1;
   }
 
   /**
@@ -263,7 +275,7 @@ export class Predictor {
   }
 
   /**
-   * PerformanceModels._knee: the smallest integer x in [1, top] with throughput(2x) <
+   * knee.knee_batch_size: the smallest integer x in [minBatchSize, top] with throughput(2x) <
    * (1 + g)·throughput(x). Between the points where x or 2x crosses a breakpoint, T(x) and T(2x)
    * are each one line and the condition is linear, A·x < B. Null when no batch satisfies it.
    */
@@ -271,10 +283,10 @@ export class Predictor {
     if (!this.time || !this.memory) return null;
     const time = this.timeLines;
     if (time[time.length - 1].slope <= 0) return null;
-    const top = this.maxBatchSize();
-    const cuts = new Set([1.0, top]);
+    const [bottom, top] = [this.minBatchSize(), this.maxBatchSize()];
+    const cuts = new Set([bottom, top]);
     for (const x of breakpoints(time)) {
-      for (const v of [x, x / 2]) if (1 < v && v < top) cuts.add(v);
+      for (const v of [x, x / 2]) if (bottom < v && v < top) cuts.add(v);
     }
     const edges = [...cuts].sort((a, b) => a - b);
     const g = KNEE_GAIN;

@@ -35,7 +35,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   if (drillPath) nav.drill(drillPath);
   const measured = Number(report.batch_size);
   let batch = predictor.canManipulate && Number.isInteger(initialBatch)
-    ? Math.min(Math.max(1, initialBatch), predictor.maxBatchSize()) : measured;
+    ? Math.min(Math.max(predictor.minBatchSize(), initialBatch), predictor.maxBatchSize()) : measured;
   let scale = scaleFor(report, predictor, batch);
   let levels = null;
   let styleOf = null;

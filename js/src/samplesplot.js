@@ -1,7 +1,7 @@
 // The measured samples and the fitted curves (issue 15): two small SVG panels under the bars,
 // iteration time and peak memory against the batch size. The points are what the profiler
 // measured (report.samples; the user's batch drawn ringed); the curve is the performance model
-// (predict.js) over the whole drag range, 1 … maxBatchSize(): solid inside the measured range,
+// (predict.js) over the whole drag range, minBatchSize() … maxBatchSize(): solid inside the measured range,
 // dashed where it extrapolates. A vertical marker follows the batch size the bars show.
 //
 // Both axes are logarithmic. Across: batch sizes run from 1 to thousands and the samples are
@@ -63,11 +63,11 @@ export function usableSamples(samples) {
   });
 }
 
-/** The batch sizes the curve is drawn at: log-spaced over [1, top] plus the ones that matter. */
-export function curveBatches(top, extra = []) {
-  const out = new Set([1, top]);
-  for (let i = 1; i < CURVE_POINTS; i += 1) out.add(top ** (i / CURVE_POINTS));
-  for (const b of extra) if (positive(b) && b <= top) out.add(b);
+/** The batch sizes the curve is drawn at: log-spaced over [bottom, top] plus the ones that matter. */
+export function curveBatches(bottom, top, extra = []) {
+  const out = new Set([bottom, top]);
+  for (let i = 1; i < CURVE_POINTS; i += 1) out.add(bottom * (top / bottom) ** (i / CURVE_POINTS));
+  for (const b of extra) if (positive(b) && b >= bottom && b <= top) out.add(b);
   return [...out].sort((a, b) => a - b);
 }
 
@@ -122,11 +122,11 @@ export function valueTicks(lo, hi, unit) {
 }
 
 /** One panel: its frame, axes, points, curve and the marker's parts. */
-function buildPanel(metric, { samples, predictor, live, top, range, measuredBatch, reportValue }) {
+function buildPanel(metric, { samples, predictor, live, bottom, top, range, measuredBatch, reportValue }) {
   const points = samples.filter((s) => s[metric.name] !== null).map((s) => ({ batch: s.batch, value: s[metric.name], phase: metric.name === "memory" ? s.phase : null }));
   let curve = [];
   if (live) {
-    const batches = curveBatches(top, [...samples.map((s) => s.batch), ...range]);
+    const batches = curveBatches(bottom, top, [...samples.map((s) => s.batch), ...range]);
     curve = batches.map((b) => {
       let value = NaN;
       try {
@@ -139,7 +139,7 @@ function buildPanel(metric, { samples, predictor, live, top, range, measuredBatc
   }
   const values = [...points, ...curve].map((p) => p.value).filter(positive);
   if (!values.length) return null;
-  const xs = [1, top, ...samples.map((s) => s.batch)].filter(positive);
+  const xs = [bottom, top, ...samples.map((s) => s.batch)].filter(positive);
   const [x0, x1, y0, y1] = [MARGIN.left, WIDTH - MARGIN.right, HEIGHT - MARGIN.bottom, MARGIN.top];
   const x = logScale(Math.min(...xs), Math.max(...xs), x0, x1);
   const y = logScale(Math.min(...values), Math.max(...values), y0, y1);
@@ -260,15 +260,17 @@ export function createSamplesPlot({ report, predictor }) {
   const measured = Array.isArray(predictor?.measuredRange) && predictor.measuredRange.every(positive)
     ? predictor.measuredRange : [Math.min(...batches), Math.max(...batches)];
   let top = Math.max(...batches);
+  let bottom = 1;
   if (live) {
     try {
       top = Math.max(top, predictor.maxBatchSize());
+      bottom = Math.min(predictor.minBatchSize(), ...batches);
     } catch {
       // no memory line: the frame ends at the largest sample
     }
   }
   const measuredBatch = num(report.batch_size);
-  const context = { samples, predictor, live, top, range: measured, measuredBatch };
+  const context = { samples, predictor, live, bottom, top, range: measured, measuredBatch };
   const panels = METRICS.map((m) => buildPanel(m, { ...context, reportValue: num(report[m.reportField]) })).filter(Boolean);
   if (!panels.length) return null;
 

@@ -47,6 +47,7 @@ const TABLES = {
 };
 const SCALARS = {
   max_batch_size: [(p) => answer(() => p.maxBatchSize()), exact],
+  min_batch_size: [(p) => p.minBatchSize(), exact],
   knee_batch_size: [(p) => p.kneeBatchSize, exact],
   max_throughput: [(p) => p.maxThroughput, close],
   can_manipulate: [(p) => p.canManipulate, exact],

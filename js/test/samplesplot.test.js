@@ -85,12 +85,20 @@ describe("the samples plot", () => {
     expect(text).toContain("extrapolated");
   });
 
-  test("the curve runs over the whole drag range, 1 … maxBatchSize()", () => {
-    const batches = curveBatches(2048, [32, 256, 100]);
+  test("the curve runs over the whole drag range, minBatchSize() … maxBatchSize()", () => {
+    const batches = curveBatches(1, 2048, [32, 256, 100]);
     expect(batches[0]).toBe(1);
     expect(batches.at(-1)).toBe(2048);
     expect(batches).toEqual(expect.arrayContaining([32, 256, 100]));
     expect(batches.length).toBeGreaterThanOrEqual(60);
+    expect(batches).toEqual([...batches].sort((a, b) => a - b));
+  });
+
+  test("above a size the code refused, the curve starts where the drag does", () => {
+    const batches = curveBatches(9, 256, [4, 32, 256]);
+    expect(batches[0]).toBe(9);
+    expect(batches.at(-1)).toBe(256);
+    expect(batches).not.toContain(4);
     expect(batches).toEqual([...batches].sort((a, b) => a - b));
   });
 

@@ -10,7 +10,8 @@ mirrors the predictions, ``max_batch_size``, ``max_throughput``, the knee, the b
 (``tests/fixtures/models_cases.json`` holds Python's answers for the JS tests).
 
 What a report may show (the invariants ``skyline_nb.report_checks`` verifies): whenever
-``can_manipulate`` is true, over the whole drag range [1, ``max_batch_size()``] the predicted
+``can_manipulate`` is true, over the whole drag range [``min_batch_size()``,
+``max_batch_size()``] the predicted
 time is positive and finite, the peak is positive, and ``max_throughput`` is the largest
 predicted throughput there and at least every measured throughput. The throughput may fall
 where time per sample grows with the batch (a CPU past its caches): that is what a user gets.
@@ -18,7 +19,9 @@ The range ends at the memory capacity when that is a real bound (``memory_bound`
 or a CPU budget the user gave; a CPU's free RAM is no bound a user means) and at
 ``EXTRAPOLATION_LIMIT`` times the largest measured batch size (``FLAT_EXTRAPOLATION_LIMIT``
 when the time did not grow over the samples: "launch-bound up to at least N" says nothing of
-where it starts to grow), and below ``fails_at``, a batch size where the user's code raised.
+where it starts to grow), and below ``fails_at``, a batch size where the user's code raised;
+it starts at 1, or above ``fails_below``, the largest size below the samples where it raised
+(a model that squeezes its batch dimension, batch norm over one sample).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 from skyline_nb.models.curve import FLAT, TOLERANCE, Curve
 from skyline_nb.models.fit import LinearFit
+from skyline_nb.models.knee import KNEE_GAIN, MAX_BATCH_SIZE, knee_batch_size
 from skyline_nb.models.memory_curve import fit_memory
 from skyline_nb.models.trust import fit_time
 
@@ -38,12 +42,8 @@ __all__ = ["EXTRAPOLATION_LIMIT", "FLAT_EXTRAPOLATION_LIMIT", "KNEE_GAIN", "MAX_
            "Curve", "LinearFit", "PerformanceModels"]
 
 MIN_POINTS = 3
-KNEE_GAIN = 0.05  # XSP's rule: doubling the batch buys less than 5 % more throughput
 EXTRAPOLATION_LIMIT = 8  # the drag reaches at most 8× the largest measured batch size
 FLAT_EXTRAPOLATION_LIMIT = 2  # ... and 2× it when the time did not grow over the samples
-# Batch sizes are integers the JS side must hold exactly; a near-zero memory slope must not
-# turn into a batch size of 10^300 (or an OverflowError in math.floor).
-MAX_BATCH_SIZE = 2**31 - 1
 OLD_REPORT = "this report was written before the drag range was bounded; profile again to drag"
 
 
@@ -74,6 +74,7 @@ class PerformanceModels:
     measured_range: tuple[int, int] | None = None
     measured_max_throughput: float | None = None
     fails_at: int | None = None  # the smallest batch size above the samples that raised
+    fails_below: int | None = None  # the largest batch size below the samples that raised
 
     def __post_init__(self) -> None:
         self.time, self.memory = _curve(self.time), _curve(self.memory)
@@ -95,6 +96,7 @@ class PerformanceModels:
         tolerance: float = TOLERANCE,
         peak_phases: Sequence[Mapping[str, float]] | None = None,
         fails_at: int | None = None,
+        fails_below: int | None = None,
     ) -> PerformanceModels:
         """Fit both curves; ``can_manipulate`` is false (with why) when a fit is unusable.
 
@@ -104,7 +106,7 @@ class PerformanceModels:
         ``memory_bound``: whether ``capacity_bytes`` bounds the batch size (see the module);
         ``tolerance``: how far (relative) the samples scatter when nothing changes, for
         ``curve.fit_time``; ``peak_phases``: each sample's peak per phase of the step, for
-        ``memory_curve.fit_memory``; ``fails_at``: see the class.
+        ``memory_curve.fit_memory``; ``fails_at``, ``fails_below``: see the class.
         """
         phases = list(peak_phases) if peak_phases is not None else [{}] * len(batch_sizes)
         if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes) == len(phases):
@@ -134,6 +136,7 @@ class PerformanceModels:
             measured_range=(int(min(xs)), int(max(xs))),
             measured_max_throughput=max(1000.0 * x / t for x, t in zip(xs, ts, strict=True)),
             fails_at=fails_at,
+            fails_below=fails_below,
         )
         if problems:  # say everything that is wrong, the samples' and the curves' own
             models.reason = "; ".join(
@@ -148,7 +151,7 @@ class PerformanceModels:
         fixed cost (its value at batch 0) and is positive at batch 1 (so the time is positive
         over the range), the memory curve grows and predicts
         a positive peak at batch 1, a capacity that bounds the range is known, and the range
-        reaches the largest measured batch (it ran, so the curves must allow it).
+        reaches the measured batch sizes (they ran, so the curves must allow them).
         """
         if self.time is None or self.memory is None:
             return ["this report has no fitted lines"]
@@ -172,6 +175,9 @@ class PerformanceModels:
                 f"the memory line puts the measured batch size {self.measured_range[1]} "
                 "beyond the memory capacity"
             )
+        if self.min_batch_size() > self.measured_range[0]:
+            problems.append(f"the measured batch size {self.measured_range[0]} is below a size "
+                            f"where the code raised ({self.fails_below})")
         return problems
 
     # ---- what the curves say (mirrored in js/src/predict.js) --------------------------------
@@ -213,17 +219,18 @@ class PerformanceModels:
         return self._need(self.memory).line_at(batch_size).phase
 
     def turns(self, top: int) -> list[float]:
-        """Batch sizes in [1, top] between which the throughput is monotone: the ends and the
-        time curve's breakpoints (on one line, x/(a·x + b) is monotone)."""
+        """Batch sizes in [min_batch_size, top] between which the throughput is monotone: the
+        ends and the time curve's breakpoints (on one line, x/(a·x + b) is monotone)."""
         time = self._need(self.time)
-        return [1.0, *(x for x in time.breakpoints() if 1 < x < top), float(top)]
+        bottom = self.min_batch_size()
+        return [float(bottom), *(x for x in time.breakpoints() if bottom < x < top), float(top)]
 
     @property
     def max_throughput(self) -> float | None:
         """The most the user can get within the drag range: predicted or measured.
 
         The throughput is monotone between the time curve's breakpoints, so its largest value
-        over [1, top] is at one of them or at an end; the best measured throughput is
+        over the range is at one of them or at an end; the best measured throughput is
         included, so this is never below a measured one (a sample a little above the curve is
         noise the trust rules allow). Not the asymptote, which only an infinite batch reaches.
         None while dragging is off.
@@ -237,19 +244,19 @@ class PerformanceModels:
 
     def batch_size_for_throughput(self, samples_per_s: float) -> int:
         """The smallest batch size whose predicted throughput reaches ``samples_per_s``, in
-        [1, max_batch_size]; for scripts ("which batch gives 2,000 samples/s?").
+        the drag range; for scripts ("which batch gives 2,000 samples/s?").
 
         On each monotone stretch (``turns``) the time is one line a·x + b, and
         1000·x / (a·x + b) = t at x = t·b / (1000 − t·a). Where no stretch reaches t, the
-        batch size with the most throughput (nan gives 1).
+        batch size with the most throughput (nan gives the smallest).
         """
+        bottom = self.min_batch_size()
         if math.isnan(samples_per_s):
-            return 1
+            return bottom
         time = self._need(self.time)
-        top = self.max_batch_size()
-        turns = self.turns(top)
-        if self.predict_throughput(1) >= samples_per_s:
-            return 1
+        turns = self.turns(self.max_batch_size())
+        if self.predict_throughput(bottom) >= samples_per_s:
+            return bottom
         for lo, hi in itertools.pairwise(turns):
             line = time.line_at((lo + hi) / 2)
             denominator = 1000.0 - samples_per_s * line.slope
@@ -260,12 +267,16 @@ class PerformanceModels:
 
     def batch_size_for_memory(self, peak_bytes: float) -> int:
         """The largest batch size whose predicted peak is at most ``peak_bytes``, rounded, in
-        [1, max_batch_size]; for scripts ("which batch fits 10 GiB?"). 1 when memory does not
-        grow."""
+        the drag range; for scripts ("which batch fits 10 GiB?"). Its smallest size when
+        memory does not grow."""
         memory = self._need(self.memory)
         if memory.slope <= 0:
-            return 1
+            return self.min_batch_size()
         return self._clamp(memory.inverse(peak_bytes))
+
+    def min_batch_size(self) -> int:
+        """The bottom of the drag range: 1, or the size above ``fails_below``."""
+        return 1 if self.fails_below is None else self.fails_below + 1
 
     def max_batch_size(self) -> int:
         """The top of the drag range, in [1, MAX_BATCH_SIZE].
@@ -296,50 +307,20 @@ class PerformanceModels:
         return math.floor(x) if x >= 1 else 1
 
     def _clamp(self, x: float) -> int:
-        """Round (Python's ``round``: ties to even), clamp to [1, max_batch_size]; nan gives 1."""
-        if math.isnan(x) or x < 1:
-            return 1
-        top = self.max_batch_size()
+        """Round (Python's ``round``: ties to even), clamp to the drag range; nan gives its
+        bottom."""
+        bottom, top = self.min_batch_size(), self.max_batch_size()
+        if math.isnan(x) or x < bottom:
+            return bottom
         if x >= top:
             return top
-        return max(1, min(round(x), top))
+        return max(bottom, min(round(x), top))
 
     def _knee(self) -> int | None:
-        """Smallest integer x in [1, max_batch_size] with throughput(2x) < (1 + g)·throughput(x).
-
-        Between the points where x or 2x crosses a breakpoint of the time curve, T(x) and
-        T(2x) are each one line, a·x + b and c·(2x) + d, and the condition
-        2(a·x + b) < (1 + g)(2c·x + d) is linear: A·x < B with A = 2a − 2(1 + g)c,
-        B = (1 + g)d − 2b. None when no batch in the range satisfies it (a flat time: doubling
-        always doubles the throughput); 1 when every batch does.
-        """
-        time = self.time
-        if time is None or self.memory is None or time.slope <= 0:
+        """``knee.knee_batch_size`` over the drag range; None without both curves."""
+        if self.time is None or self.memory is None:
             return None
-        top = self.max_batch_size()
-        cuts = {1.0, float(top)}
-        for x in time.breakpoints():
-            cuts |= {v for v in (x, x / 2) if 1 < v < top}
-        edges = sorted(cuts)
-        g = KNEE_GAIN
-        for lo, hi in itertools.pairwise(edges):
-            here, there = time.line_at((lo + hi) / 2), time.line_at(lo + hi)
-            a_coef = 2 * here.slope - 2 * (1 + g) * there.slope
-            b_coef = (1 + g) * there.intercept - 2 * here.intercept
-            first = math.ceil(lo)
-            if a_coef == 0:
-                found = first if b_coef > 0 else None
-            elif a_coef > 0:
-                found = first if first < b_coef / a_coef else None
-            else:  # x > B / A
-                bound = b_coef / a_coef
-                if math.isnan(bound) or not bound < MAX_BATCH_SIZE:
-                    found = None
-                else:
-                    found = first if bound < first else math.floor(bound) + 1
-            if found is not None and found <= hi:
-                return found
-        return None
+        return knee_batch_size(self.time, self.min_batch_size(), self.max_batch_size())
 
     @staticmethod
     def _need(fit: Curve | None) -> Curve:
@@ -373,6 +354,7 @@ class PerformanceModels:
             "asymptotic_throughput": self.asymptotic_throughput,
             # only where a size failed: reports from before it and without one read the same
             **({} if self.fails_at is None else {"fails_at": self.fails_at}),
+            **({} if self.fails_below is None else {"fails_below": self.fails_below}),
         }
 
     @classmethod
@@ -385,7 +367,7 @@ class PerformanceModels:
         knee = data.get("knee_batch_size")
         span = data.get("measured_range")
         best = data.get("measured_max_throughput")
-        fails = data.get("fails_at")
+        fails, fails_below = data.get("fails_at"), data.get("fails_below")
         return cls(
             time=fit_of(data.get("time")),
             memory=fit_of(data.get("memory")),
@@ -397,4 +379,5 @@ class PerformanceModels:
             measured_range=None if span is None else (int(span[0]), int(span[1])),
             measured_max_throughput=None if best is None else float(best),
             fails_at=None if fails is None else int(fails),
+            fails_below=None if fails_below is None else int(fails_below),
         )

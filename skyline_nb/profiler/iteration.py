@@ -163,6 +163,16 @@ class WarmTrial:
                 f"budget of {budget} bytes")
         return peak
 
+    def runs_at(self, batch_size: int) -> None:
+        """One plain iteration at ``batch_size``, neither timed nor measured: whether the user's
+        code runs there (it raises what they raise, ``ProviderError``). The trial goes back to
+        the user's inputs either way."""
+        try:
+            self.trial.use_inputs(self.inputs_for(batch_size))
+            self.trial.step()
+        finally:
+            self.trial.use_inputs(self.user_inputs)
+
     def time_at(self, batch_size: int, precision: Precision = SAMPLE) -> SampleTiming:
         """Time ``batch_size`` in a block of its own, right after ``peak_at`` ran its first
         iteration there (so no timed iteration is the first at its size, which faults new

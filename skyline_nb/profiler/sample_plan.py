@@ -49,7 +49,7 @@ only where the samples ask for it and the time budget allows:
 
 A size where the user's providers raise (``sampling.SizeFailed``) ends the extension on its side
 of the user's batch, and the sizes kept are those measured (``Samples.refused``: the drag must
-stop short of a size that fails, ``PerformanceModels.fails_at``).
+stop short of a size that fails, ``PerformanceModels.fails_at`` and ``fails_below``).
 
 Each ``measure(n)`` measures the peak at n and then times n in a block of its own, its first
 iteration (the one that faults new memory in) being the peak's. Imports no torch: the profiler

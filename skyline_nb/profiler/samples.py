@@ -22,7 +22,7 @@ from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTri
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.sample_plan import sample_curve
-from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above
+from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above, fails_below
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
 
@@ -174,6 +174,30 @@ def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> No
     warm.last_inputs = None
 
 
+def try_the_bottom(warm: WarmTrial, sampled: Sampled) -> None:
+    """One iteration at batch size 1, the bottom of the drag range, where the samples stopped
+    above it: a refusal there (``Refusal``) starts the drag at 2.
+
+    The sizes a drag reaches beyond the samples are otherwise untried (inputs at the top cost
+    what the top's batch costs), but batch 1 is the cheapest iteration of all and the size
+    where user code most often fails: batch norm over one sample, a ``squeeze()`` that drops
+    the batch dimension, a loss then given a 0-d tensor. Run after everything timed, and kept
+    out of the samples (one untimed iteration says nothing of the time there)."""
+    user = warm.user.batch_size
+    if (sampled.reason is not None or min(sampled.peaks) <= 1
+            or any(r.batch_size < user for r in sampled.refused)):
+        return
+    try:
+        warm.runs_at(1)
+    except ProviderError as exc:  # their batch ran: the profile stands, the size does not
+        why = str(exc).rstrip(".")
+    except warm.device.oom_types:  # not at batch 1 when the user's batch fit; nothing to say
+        return
+    else:
+        return
+    sampled.refused.append(Refusal(1, why))  # outside the handler: no hold on its tensors
+
+
 def fitted(
     level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories,
     warnings: list[str],
@@ -203,6 +227,7 @@ def fitted(
         tolerance=sampled.tolerance,
         peak_phases=[s.peak_by_phase for s in samples],
         fails_at=fails_above(sampled.refused, first.batch_size),
+        fails_below=fails_below(sampled.refused, first.batch_size),
     )
     warnings.extend(filter(None, [flat_noise_warning(models)]))
     if sampled.reason is None:  # else the reason names the first refusal
@@ -213,8 +238,8 @@ def fitted(
 def _refusal_warning(refusal: Refusal, user: int, models: PerformanceModels) -> str:
     """A size the providers raised at, beside predictions from the sizes that ran."""
     if refusal.batch_size < user:
-        return (f"{refusal}: no smaller size was tried, and below batch size {user} the drag "
-                "may reach sizes that fail too")
+        bottom = models.min_batch_size()
+        return f"{refusal}: predictions start at batch size {bottom}"
     top = models.max_batch_size() if models.memory is not None else refusal.batch_size - 1
     return f"{refusal}: predictions stop at batch size {top}"
 

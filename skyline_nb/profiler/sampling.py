@@ -78,6 +78,11 @@ def fails_above(refused: Sequence[Refusal], user: int) -> int | None:
     return min((r.batch_size for r in refused if r.batch_size > user), default=None)
 
 
+def fails_below(refused: Sequence[Refusal], user: int) -> int | None:
+    """The largest refused size below the user's batch (None: none was)."""
+    return max((r.batch_size for r in refused if r.batch_size < user), default=None)
+
+
 class SizeFailed(Exception):
     """``peak_at``'s way to say a size was refused (``Refusal``)."""
 

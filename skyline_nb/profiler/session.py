@@ -53,7 +53,7 @@ from skyline_nb.profiler.progress import Progress, Reporter
 from skyline_nb.profiler.providers import build_trial, inputs_at_any_size
 from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import roofline
-from skyline_nb.profiler.samples import fitted, sample_sizes, untracked_peaks
+from skyline_nb.profiler.samples import fitted, sample_sizes, try_the_bottom, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.profiler.tree import TreeInputs, build_tree
@@ -116,6 +116,7 @@ def profile(
             report.samples = [level1.sample()]
             if sampled is not None:
                 untracked_peaks(warm, sampled, reporter)
+                try_the_bottom(warm, sampled)
                 report.samples, report.models = fitted(
                     level1, sampled, dev, report.categories, warnings)
         finally:

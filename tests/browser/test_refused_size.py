@@ -1,10 +1,13 @@
-"""A provider that refuses batch sizes above the user's (a dataset of 24 rows): the profile of
-the user's batch stands, the report names the refused size, and the throughput bar dragged up as
-far as it goes stops just below it, in real JupyterLab 4 and Notebook 7.
+"""A provider that refuses batch sizes above the user's (a dataset of 24 rows) and a model that
+fails at batch 1 (batch norm over one sample): the profile of the user's batch stands, the
+report names both refused sizes, and the throughput bar dragged up as far as it goes stops just
+below the one, dragged down as far as it goes just above the other, in real JupyterLab 4 and
+Notebook 7.
 
 The newcomer's order: providers first, `%load_ext skyline_nb` + `%skyline` in a later cell,
-default threads. The sample at 2× (32) is refused, the sizes below are measured (4, 8, 16), and
-the drag's top is 31: the literal written into the cell and saved to disk is 31, the one change.
+default threads. The sample at 2× (32) is refused, the sizes below are measured (4, 8, 16),
+batch 1 is tried last and refused, and the drag's range is 2 … 31: the literal written into
+the cell and saved to disk is 31, then 2, each time the one change.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ PROVIDERS = '''import torch
 from torch import nn
 
 def skyline_model_provider():
-    return nn.Sequential(nn.Linear(256, 2048), nn.ReLU(), nn.Linear(2048, 10))
+    return nn.Sequential(nn.Linear(256, 2048), nn.BatchNorm1d(2048), nn.ReLU(),
+                         nn.Linear(2048, 10))
 
 def skyline_input_provider(batch_size=16):
     if batch_size > 24:
@@ -36,10 +40,11 @@ def skyline_iteration_provider(model):
     return iteration'''
 FACTS = ("(lambda r: {'samples': sorted(s.batch_size for s in r.samples), "
          "'fails_at': r.models.fails_at, 'top': r.models.max_batch_size(), "
+         "'fails_below': r.models.fails_below, 'bottom': r.models.min_batch_size(), "
          f"'warnings': r.warnings}})({SHOWN})")
 
 
-def test_the_drag_stops_below_a_size_the_provider_refuses(notebook):  # Lab and NB 7
+def test_the_drag_stays_between_the_sizes_the_code_refuses(notebook):  # Lab and NB 7
     cells = {"providers": PROVIDERS, "profile": "%load_ext skyline_nb\n%skyline"}
     notebook.write(f"refused-{notebook.frontend}.ipynb", cells)
     notebook.open()
@@ -48,23 +53,32 @@ def test_the_drag_stops_below_a_size_the_provider_refuses(notebook):  # Lab and 
     _ready(widget, 16)
     facts = _kernel_value(notebook, FACTS)
     assert facts["samples"] == [4, 8, 16] and facts["fails_at"] == 32 and facts["top"] == 31
+    assert facts["fails_below"] == 1 and facts["bottom"] == 2
     said = [w for w in facts["warnings"] if w.startswith("at batch size 32, the input provider")]
-    assert len(said) == 1 and "(Cell In[1], line 7)" in said[0], facts
+    assert len(said) == 1 and "(Cell In[1], line 8)" in said[0], facts
     assert said[0].endswith("the dataset has 24 rows, not 32: predictions stop at batch size 31")
+    said = [w for w in facts["warnings"] if w.startswith("at batch size 1, the iteration")]
+    assert len(said) == 1 and "(Cell In[1], line 15)" in said[0], facts
+    assert said[0].endswith("predictions start at batch size 2")
     notes = _part(widget, "warnings")  # opened as a user opens them
     notes.locator("summary").click()
     expect(notes).to_contain_text("predictions stop at batch size 31")
 
-    seen = _drag_to_the_top(notebook, widget)
+    seen = _drag(notebook, widget, -4)
     assert seen == sorted(seen) and seen[-1] == 31 and seen.count(31) > 10, seen
     assert int(_part(widget, "predicted-batch-size").text_content()) == 31
     assert _saved(notebook) == {**cells,
                                 "providers": PROVIDERS.replace("batch_size=16)", "batch_size=31)")}
+    seen = _drag(notebook, widget, 4)
+    assert seen == sorted(seen, reverse=True) and min(seen) == 2 and seen.count(2) > 5, seen
+    assert int(_part(widget, "predicted-batch-size").text_content()) == 2
+    assert _saved(notebook) == {**cells,
+                                "providers": PROVIDERS.replace("batch_size=16)", "batch_size=2)")}
 
 
-def _drag_to_the_top(notebook, widget) -> list[int]:
-    """Press on the throughput bar and move up 4 px at a time, 200 px in all (past the bar's
-    top), then release; the batch sizes shown after each move."""
+def _drag(notebook, widget, step_px: int) -> list[int]:
+    """Press on the throughput bar and move ``step_px`` at a time (negative: up), 50 times:
+    past the bar's top or bottom; then release. The batch sizes shown after each move."""
     page = notebook.page
     bar = _part(widget, "throughput-bar")
     bar.scroll_into_view_if_needed()
@@ -75,7 +89,7 @@ def _drag_to_the_top(notebook, widget) -> list[int]:
     page.mouse.move(x, y)
     page.mouse.down()
     for step in range(1, 51):
-        page.mouse.move(x, y - 4 * step)
+        page.mouse.move(x, y + step_px * step)
         seen.append(int(shown.text_content()))
     page.mouse.up()
     return seen

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler import timing
 from skyline_nb.profiler.sample_plan import Samples, sample_curve
-from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above
+from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above, fails_below
 
 MB = 1 << 20
 
@@ -62,5 +62,6 @@ def sample(machine: Machine, user: int, capacity: int = 1 << 40, budget_ms: floa
     sizes = sorted(found.peaks)
     models = PerformanceModels.from_samples(
         sizes, [found.times[n] for n in sizes], [found.peaks[n] for n in sizes], capacity,
-        found.reason, tolerance=tolerance, fails_at=fails_above(found.refused, user))
+        found.reason, tolerance=tolerance, fails_at=fails_above(found.refused, user),
+        fails_below=fails_below(found.refused, user))
     return found, models
