@@ -135,7 +135,8 @@ class WarmTrial:
                                named_tensors(model, sample_inputs[2], []))
                    if categorize else None)
         try:
-            added, _, by_phase = measured_step(self.trial, self.device, sample_inputs, tracker)
+            added, _, by_phase = measured_step(self.trial, self.device, sample_inputs, tracker,
+                                               smaller=batch_size < self.user.batch_size)
             shift = (self.user.peak_bytes - self.user_step_peak
                      + _bytes(self.trial.input_tensors) - self.user_input_bytes)
             peak = shift + added

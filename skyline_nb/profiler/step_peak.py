@@ -31,7 +31,7 @@ class MeasuredStep(NamedTuple):
 
 
 def measured_step(
-    trial: Trial, device: Device, inputs: Inputs, during: Any = None
+    trial: Trial, device: Device, inputs: Inputs, during: Any = None, *, smaller: bool = False
 ) -> MeasuredStep:
     """One iteration on ``inputs`` (the trial keeps them): the bytes it allocates at its peak
     beyond what was alive when it started (``step_peak``), its return value and its peak per
@@ -39,11 +39,14 @@ def measured_step(
 
     CUDA: the allocator's peak over the second iteration on the inputs (the first may choose
     kernels) minus what was allocated before it, read at each phase's start. CPU: the peak of
-    the running sum of the CPU allocator's reports over the first iteration on the inputs (a
+    the running sum of the CPU allocator's reports over an iteration on the inputs (a
     live-storage tracker's when a profiler of the user's already runs). The allocator reports
-    the free of a block only if the block was allocated while it reported, so one iteration on
-    the old inputs runs under the reports first: everything the measured one frees was allocated
-    there (unless the trial keeps a block for two iterations or more).
+    the free of a block only if the block was allocated while it reported, so one iteration runs
+    under the reports first: everything the measured one frees was allocated there (unless the
+    trial keeps a block for two iterations or more). That one is on the old inputs, unless the
+    new ones are ``smaller`` (a batch size below the user's): then on the new ones, which costs
+    less (a ½× sample's peak took 1.5–1.9 of the user's iterations instead of 1.7–2.3 for the
+    example CNN, Transformer and LSTM, the bytes the same; BENCHMARKS.md, session 22).
     """
     around = during if during is not None else contextlib.nullcontext()
     if device.kind == "cuda":
@@ -59,6 +62,8 @@ def measured_step(
         by_phase = phases.close()
         return MeasuredStep(max(by_phase.values()), value, by_phase)
     with allocator_events() as allocator:
+        if smaller:  # the cheaper iteration to report first, and a loop's steady state there
+            trial.use_inputs(inputs)
         trial.step()
         trial.use_inputs(inputs)
         if allocator is None:
