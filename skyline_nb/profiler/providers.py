@@ -13,6 +13,7 @@ import copy
 import functools
 import inspect
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -295,28 +296,34 @@ def make_inputs(providers: Providers, batch_size: int, device: Device) -> Inputs
     return tuple(moved), {}, tensors
 
 
-def inputs_at_any_size(providers: Providers, batch_size: int,
-                       device: Device) -> Callable[[int], Inputs]:
+class InputsAtAnySize:
     """``make_inputs`` at any batch size, refusing (``ProviderError``) inputs that do not follow
     it: where no tensor has a size within one element of its size at ``batch_size`` (the
     user's) × n / ``batch_size``, the provider ignores ``batch_size`` or caps it (the rows of a
     smaller dataset), and a sample there would be of another batch than it says (an MLP whose
-    provider ignored it was "launch-bound up to 2048")."""
-    user: list[tuple[int, ...]] = []  # the tensors' sizes at the user's batch, once made
+    provider ignored it was "launch-bound up to 2048"). ``ms`` holds what the last call at each
+    size took (wall ms), so that a check of sizes nobody measures can ask what it would cost."""
 
-    def inputs_for(n: int) -> Inputs:
-        made = make_inputs(providers, n, device)
+    def __init__(self, providers: Providers, batch_size: int, device: Device) -> None:
+        self.providers, self.batch_size, self.device = providers, batch_size, device
+        self.user: list[tuple[int, ...]] = []  # the tensors' sizes at the user's batch, once made
+        self.ms: dict[int, float] = {}
+
+    def __call__(self, n: int) -> Inputs:
+        start = time.perf_counter()
+        try:
+            made = make_inputs(self.providers, n, self.device)
+        finally:
+            self.ms[n] = 1000.0 * (time.perf_counter() - start)
         sizes = [_sizes(t) for t in made[2]]
-        if n == batch_size:
-            user[:] = sizes
-        elif user and not _follows(user, batch_size, sizes, n):
+        if n == self.batch_size:
+            self.user[:] = sizes
+        elif self.user and not _follows(self.user, self.batch_size, sizes, n):
             raise ProviderError(
-                f"the input provider {providers.where(providers.inputs)} returned tensors "
-                f"none of whose sizes follows the batch size: {_shapes(sizes)}, where "
-                f"batch size {batch_size} gave {_shapes(user)}")
+                f"the input provider {self.providers.where(self.providers.inputs)} returned "
+                f"tensors none of whose sizes follows the batch size: {_shapes(sizes)}, where "
+                f"batch size {self.batch_size} gave {_shapes(self.user)}")
         return made
-
-    return inputs_for
 
 
 def _sizes(tensor: torch.Tensor) -> tuple[int, ...]:

@@ -174,30 +174,6 @@ def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> No
     warm.last_inputs = None
 
 
-def try_the_bottom(warm: WarmTrial, sampled: Sampled) -> None:
-    """One iteration at batch size 1, the bottom of the drag range, where the samples stopped
-    above it: a refusal there (``Refusal``) starts the drag at 2.
-
-    The sizes a drag reaches beyond the samples are otherwise untried (inputs at the top cost
-    what the top's batch costs), but batch 1 is the cheapest iteration of all and the size
-    where user code most often fails: batch norm over one sample, a ``squeeze()`` that drops
-    the batch dimension, a loss then given a 0-d tensor. Run after everything timed, and kept
-    out of the samples (one untimed iteration says nothing of the time there)."""
-    user = warm.user.batch_size
-    if (sampled.reason is not None or min(sampled.peaks) <= 1
-            or any(r.batch_size < user for r in sampled.refused)):
-        return
-    try:
-        warm.runs_at(1)
-    except ProviderError as exc:  # their batch ran: the profile stands, the size does not
-        why = str(exc).rstrip(".")
-    except warm.device.oom_types:  # not at batch 1 when the user's batch fit; nothing to say
-        return
-    else:
-        return
-    sampled.refused.append(Refusal(1, why))  # outside the handler: no hold on its tensors
-
-
 def fitted(
     level1: IterationResult, sampled: Sampled, dev: Device, categories: Categories,
     warnings: list[str],

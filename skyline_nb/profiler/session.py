@@ -50,10 +50,11 @@ from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.prints import held_prints
 from skyline_nb.profiler.progress import Progress, Reporter
-from skyline_nb.profiler.providers import build_trial, inputs_at_any_size
+from skyline_nb.profiler.providers import InputsAtAnySize, build_trial
+from skyline_nb.profiler.range_ends import fitted_within_ends
 from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import roofline
-from skyline_nb.profiler.samples import fitted, sample_sizes, try_the_bottom, untracked_peaks
+from skyline_nb.profiler.samples import sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.profiler.tree import TreeInputs, build_tree
@@ -100,7 +101,7 @@ def profile(
         try:
             reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
-                                          inputs_for=inputs_at_any_size(providers, size, dev))
+                                          inputs_for=InputsAtAnySize(providers, size, dev))
         except dev.oom_types as exc:
             raise StartingBatchOOMError(
                 f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
@@ -116,9 +117,8 @@ def profile(
             report.samples = [level1.sample()]
             if sampled is not None:
                 untracked_peaks(warm, sampled, reporter)
-                try_the_bottom(warm, sampled)
-                report.samples, report.models = fitted(
-                    level1, sampled, dev, report.categories, warnings)
+                report.samples, report.models = fitted_within_ends(
+                    warm, level1, sampled, dev, report.categories, warnings)
         finally:
             del warm
     warnings.extend(filter(None, [prints.warning()]))

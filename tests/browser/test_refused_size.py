@@ -6,8 +6,9 @@ Notebook 7.
 
 The newcomer's order: providers first, `%load_ext skyline_nb` + `%skyline` in a later cell,
 default threads. The sample at 2× (32) is refused, the sizes below are measured (4, 8, 16),
-batch 1 is tried last and refused, and the drag's range is 2 … 31: the literal written into
-the cell and saved to disk is 31, then 2, each time the one change.
+the inputs alone narrow the refusal down to 25 and batch 1 is tried and refused, so the
+drag's range is 2 … 24: the literal written into the cell and saved to disk is 24, then 2,
+each time the one change.
 """
 
 from __future__ import annotations
@@ -52,23 +53,23 @@ def test_the_drag_stays_between_the_sizes_the_code_refuses(notebook):  # Lab and
     widget = notebook.page.locator('.jp-OutputArea [data-skyline="root"]')
     _ready(widget, 16)
     facts = _kernel_value(notebook, FACTS)
-    assert facts["samples"] == [4, 8, 16] and facts["fails_at"] == 32 and facts["top"] == 31
+    assert facts["samples"] == [4, 8, 16] and facts["fails_at"] == 25 and facts["top"] == 24
     assert facts["fails_below"] == 1 and facts["bottom"] == 2
-    said = [w for w in facts["warnings"] if w.startswith("at batch size 32, the input provider")]
+    said = [w for w in facts["warnings"] if w.startswith("at batch size 25, the input provider")]
     assert len(said) == 1 and "(Cell In[1], line 8)" in said[0], facts
-    assert said[0].endswith("the dataset has 24 rows, not 32: predictions stop at batch size 31")
+    assert said[0].endswith("the dataset has 24 rows, not 25: predictions stop at batch size 24")
     said = [w for w in facts["warnings"] if w.startswith("at batch size 1, the iteration")]
     assert len(said) == 1 and "(Cell In[1], line 15)" in said[0], facts
     assert said[0].endswith("predictions start at batch size 2")
     notes = _part(widget, "warnings")  # opened as a user opens them
     notes.locator("summary").click()
-    expect(notes).to_contain_text("predictions stop at batch size 31")
+    expect(notes).to_contain_text("predictions stop at batch size 24")
 
     seen = _drag(notebook, widget, -4)
-    assert seen == sorted(seen) and seen[-1] == 31 and seen.count(31) > 10, seen
-    assert int(_part(widget, "predicted-batch-size").text_content()) == 31
+    assert seen == sorted(seen) and seen[-1] == 24 and seen.count(24) > 10, seen
+    assert int(_part(widget, "predicted-batch-size").text_content()) == 24
     assert _saved(notebook) == {**cells,
-                                "providers": PROVIDERS.replace("batch_size=16)", "batch_size=31)")}
+                                "providers": PROVIDERS.replace("batch_size=16)", "batch_size=24)")}
     seen = _drag(notebook, widget, 4)
     assert seen == sorted(seen, reverse=True) and min(seen) == 2 and seen.count(2) > 5, seen
     assert int(_part(widget, "predicted-batch-size").text_content()) == 2

@@ -139,14 +139,14 @@ def test_the_example_lstm_from_8_predicts_its_peak_at_32_and_64() -> None:
     from skyline_nb.examples import lstm
     from skyline_nb.profiler.iteration import measure_level1
     from skyline_nb.profiler.prepare import prepare
-    from skyline_nb.profiler.providers import inputs_at_any_size
+    from skyline_nb.profiler.providers import InputsAtAnySize
     from skyline_nb.profiler.session import build_trial
 
     run = prepare(lstm.skyline_model_provider, lstm.skyline_input_provider,
                   lstm.skyline_iteration_provider, batch_size=8, device="cpu",
                   project_root=None, memory_budget=None, cells=None)
     level1, warm = measure_level1(lambda: build_trial(run.providers, 8, run.device), run.device,
-                                  8, inputs_for=inputs_at_any_size(run.providers, 8, run.device))
+                                  8, inputs_for=InputsAtAnySize(run.providers, 8, run.device))
     sizes = [4, 8, 16]
     peaks = {8: level1.peak_bytes, **{n: warm.peak_at(n) for n in (4, 16)}}
     truth = {n: warm.peak_at(n) for n in (32, 64)}

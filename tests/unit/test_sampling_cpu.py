@@ -17,7 +17,7 @@ from skyline_nb.models.performance import PerformanceModels  # noqa: E402
 from skyline_nb.profiler import iteration  # noqa: E402
 from skyline_nb.profiler.device import resolve_device  # noqa: E402
 from skyline_nb.profiler.prepare import measure_iteration  # noqa: E402
-from skyline_nb.profiler.providers import Trial, inputs_at_any_size  # noqa: E402
+from skyline_nb.profiler.providers import InputsAtAnySize, Trial  # noqa: E402
 from skyline_nb.profiler.sampling import choose_sizes  # noqa: E402
 from skyline_nb.report import Sample  # noqa: E402
 
@@ -121,7 +121,7 @@ def test_warm_samples_have_the_peak_of_a_fresh_trial_to_the_byte(example: str) -
 
     def fresh(n: int) -> tuple[iteration.IterationResult, iteration.WarmTrial]:
         return iteration.measure_level1(lambda: build_trial(providers, n, device), device, n,
-                                        inputs_for=inputs_at_any_size(providers, n, device))
+                                        inputs_for=InputsAtAnySize(providers, n, device))
 
     with isolated(device):
         _, warm = fresh(8)
@@ -140,7 +140,7 @@ def test_with_the_users_profiler_running_samples_fall_back_to_the_tracker() -> N
 
     providers = load_providers(*PROVIDERS, UserCode(Path(mlp.__file__).parent))
     device = resolve_device("cpu")
-    inputs = inputs_at_any_size(providers, 8, device)
+    inputs = InputsAtAnySize(providers, 8, device)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as users:
         _, warm = iteration.measure_level1(lambda: build_trial(providers, 8, device), device, 8,
                                            inputs_for=inputs)

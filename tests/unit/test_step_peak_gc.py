@@ -19,7 +19,7 @@ import torch
 from skyline_nb.examples import mlp
 from skyline_nb.profiler.iteration import measure_level1
 from skyline_nb.profiler.prepare import prepare
-from skyline_nb.profiler.providers import inputs_at_any_size
+from skyline_nb.profiler.providers import InputsAtAnySize
 from skyline_nb.profiler.session import build_trial
 from skyline_nb.profiler.step_peak import allocator_events, measured_step
 
@@ -48,7 +48,7 @@ def test_a_collection_inside_the_window_does_not_lower_the_peak(collect_at_once)
     run = prepare(mlp.skyline_model_provider, mlp.skyline_input_provider,
                   mlp.skyline_iteration_provider, batch_size=16, device="cpu",
                   project_root=None, memory_budget=None, cells=None)
-    inputs_for = inputs_at_any_size(run.providers, 16, run.device)
+    inputs_for = InputsAtAnySize(run.providers, 16, run.device)
     _garbage_in_a_cycle()
     level1, warm = measure_level1(lambda: build_trial(run.providers, 16, run.device),
                                   run.device, 16, inputs_for=inputs_for)
