@@ -11,13 +11,13 @@ everything timed, so nothing measured waits for them, and neither becomes a samp
 - The bottom: one plain iteration at batch 1 (the cheapest of all: 0.1–0.7 of the user's
   iterations for the example CNN, Transformer and LSTM; BENCHMARKS.md, session 22).
 - The top: only the inputs (an iteration there costs what 8× the batch costs), and only where
-  the input provider is cheap: its measured time at the largest sample, scaled to the size,
-  within ``TOP_SHARE`` of the user's iteration (at least ``TOP_FLOOR_MS``) for all the calls
-  together. A slice of a tensor costs microseconds at any size; a provider that makes its
-  inputs anew (``randn``, which never runs out of rows) costs what the batch costs and is not
-  asked. Where the inputs at the top fail, or a size above the samples was refused, the
-  smallest failing size is searched for by halving (a dataset of 24 rows refused at 32 moved
-  the drag's top from 31 to 24).
+  the input provider is cheap: its measured time so far, scaled to the size, within
+  ``TOP_SHARE`` of the user's iteration (at least ``TOP_FLOOR_MS``). A slice of a tensor costs
+  microseconds at any size; a provider that makes its inputs anew (``randn``, which never runs
+  out of rows) costs what the batch costs and is not asked. Where the inputs at the top fail,
+  or a size above the samples was refused, the smallest failing size is searched for by
+  halving, within ``NARROW_FLOOR_MS`` at least (a dataset of 24 rows refused at 32 moved the
+  drag's top from 31 to 24).
 """
 
 from __future__ import annotations
@@ -35,7 +35,11 @@ from skyline_nb.profiler.sampling import Refusal, fails_above
 from skyline_nb.report import Sample
 
 TOP_SHARE = 0.1
-TOP_FLOOR_MS = 2.0
+TOP_FLOOR_MS = 5.0
+# Once a size above is known to fail, finding the smallest such costs ~log2(range) calls: a
+# DataLoader over 150 rows (~0.5 ms a call) stopped at 192 within 2 ms, and the drag went on
+# past 150 for want of 3 more calls.
+NARROW_FLOOR_MS = 25.0
 
 
 def fitted_within_ends(
@@ -83,15 +87,16 @@ def try_the_top(warm: WarmTrial, sampled: Sampled, models: PerformanceModels) ->
     top = largest if refused is not None else models.max_batch_size()
     if not isinstance(inputs_for, InputsAtAnySize) or (refused is None and top <= largest):
         return False
-    budget_ms = max(TOP_SHARE * warm.user.iteration_ms, TOP_FLOOR_MS)
+    share, spent_ms = TOP_SHARE * warm.user.iteration_ms, 0.0
     low, high = largest, refused  # ran; fails (None: not known)
     failed: Refusal | None = None
     while True:
         size = top if high is None else (low + high) // 2
-        if size <= low or _cost_ms(inputs_for, size) > budget_ms:
+        allowed_ms = max(share, TOP_FLOOR_MS if high is None else NARROW_FLOOR_MS)
+        if size <= low or spent_ms + _cost_ms(inputs_for, size) > allowed_ms:
             break
         why = _inputs_fail(inputs_for, size, warm.device)
-        budget_ms -= inputs_for.ms.get(size, 0.0)
+        spent_ms += inputs_for.ms.get(size, 0.0)
         if why is None and high is None:
             return False  # the inputs at the top follow it: nothing to narrow
         if why is None:

@@ -78,7 +78,7 @@ def test_inputs_that_follow_at_the_top_say_nothing() -> None:
 
 
 def test_an_expensive_input_provider_is_not_asked() -> None:
-    """Inputs that take 30 ms more per call than the 2 ms the check may spend: never made at
+    """Inputs that take 30 ms more per call than the 5 ms the check may spend: never made at
     sizes the samples did not make."""
     asked: list[int] = []
 
