@@ -80,13 +80,16 @@ def try_the_top(warm: WarmTrial, sampled: Sampled, models: PerformanceModels) ->
     """The inputs above the largest sample, where the input provider is cheap: the smallest
     size found to fail replaces the refusals above it. True when it moved the drag's top."""
     inputs_for = warm.inputs_for
-    largest, user = max(sampled.peaks), warm.user.batch_size
-    refused = fails_above(sampled.refused, user)
-    if refused is None and not (models.can_manipulate and models.memory is not None):
-        return False  # no drag, and no refusal to narrow for the report's words
-    top = largest if refused is not None else models.max_batch_size()
-    if not isinstance(inputs_for, InputsAtAnySize) or (refused is None and top <= largest):
-        return False
+    if not isinstance(inputs_for, InputsAtAnySize):
+        return False  # a trial without an input provider: it cannot change size
+    largest = max(sampled.peaks)
+    refused = fails_above(sampled.refused, warm.user.batch_size)
+    if refused is None:  # the top is tried first, where there is a drag to end
+        if not models.can_manipulate or models.memory is None:
+            return False
+        top = models.max_batch_size()
+        if top <= largest:
+            return False
     share, spent_ms = TOP_SHARE * warm.user.iteration_ms, 0.0
     low, high = largest, refused  # ran; fails (None: not known)
     failed: Refusal | None = None
