@@ -169,8 +169,13 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     setText(batchText, String(batch));
     setText(batchTag, batch === measuredBatch ? " (measured)" : " (predicted)");
     const note = batch === measuredBatch ? null : predictor.extrapolation(batch);
-    setText(extrapolated, note ? `The prediction is ${note}.` : "");
-    extrapolated.hidden = !note;
+    const failed = live ? predictor.failedNext(batch) : null;
+    const text = [
+      note ? `The prediction is ${note}.` : null,
+      failed ? `The range ends here: your code raised at batch size ${formatInt(failed)} (see the notes).` : null,
+    ].filter(Boolean).join(" ");
+    setText(extrapolated, text);
+    extrapolated.hidden = !text;
     for (const v of views) show(v);
   }
 

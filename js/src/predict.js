@@ -274,6 +274,14 @@ export class Predictor {
     return null;
   }
 
+  /** Words for a batch size at an end of the range that a size where the user's code raised
+   * set (the largest below failsAt, the smallest above failsBelow), else null. */
+  failedNext(batchSize) {
+    if (this.failsAt !== null && batchSize === this.failsAt - 1) return this.failsAt;
+    if (this.failsBelow !== null && batchSize === this.failsBelow + 1) return this.failsBelow;
+    return null;
+  }
+
   /**
    * knee.knee_batch_size: the smallest integer x in [minBatchSize, top] with throughput(2x) <
    * (1 + g)·throughput(x). Between the points where x or 2x crosses a breakpoint, T(x) and T(2x)

@@ -46,7 +46,23 @@ describe("a size refused below the samples", () => {
     expect(Math.min(...seen)).toBe(9);
     expect(seen.at(-1)).toBe(9);
     expect(view.model.get("selected_batch_size")).toBe(9);
-    expect(view.q("extrapolated").textContent).toBe("The prediction is extrapolated below the measured 32.");
+    expect(view.q("extrapolated").textContent).toBe("The prediction is extrapolated below the measured 32. "
+      + "The range ends here: your code raised at batch size 8 (see the notes).");
+  });
+
+  test("at the top that a refused size sets, the note says so too; one size in, it does not", () => {
+    vi.useFakeTimers();
+    const report = loadReport("small");
+    report.models.fails_at = 300; // the drag stops at 299 (8× the largest sample would be 2048)
+    delete report.models.max_batch_size;
+    view = mount({ report });
+    const bar = view.q("throughput-bar");
+    key(bar, "End");
+    expect(predicted()).toBe(299);
+    expect(view.q("extrapolated").textContent).toBe("The prediction is extrapolated beyond the measured 256. "
+      + "The range ends here: your code raised at batch size 300 (see the notes).");
+    key(bar, "ArrowDown");
+    expect(view.q("extrapolated").textContent).toBe("The prediction is extrapolated beyond the measured 256.");
   });
 
   test("Home and the arrows stop above it", () => {
