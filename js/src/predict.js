@@ -274,8 +274,8 @@ export class Predictor {
     return null;
   }
 
-  /** Words for a batch size at an end of the range that a size where the user's code raised
-   * set (the largest below failsAt, the smallest above failsBelow), else null. */
+  /** The size where the user's code raised next to batchSize, when batchSize is the end of the
+   * range that it set (the largest below failsAt, the smallest above failsBelow), else null. */
   failedNext(batchSize) {
     if (this.failsAt !== null && batchSize === this.failsAt - 1) return this.failsAt;
     if (this.failsBelow !== null && batchSize === this.failsBelow + 1) return this.failsBelow;
