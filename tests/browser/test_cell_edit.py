@@ -101,6 +101,18 @@ def _open(notebook, name: str, cells: dict[str, str]) -> Any:
     return widget
 
 
+def _press(notebook, widget, bar: str) -> tuple[float, float, dict[str, float], Any]:
+    """Press the mouse at the middle of the `bar` bar, scrolled into view: its centre (x, y),
+    its box and the batch size shown (a locator), for a drag to move from there."""
+    handle = _part(widget, f"{bar}-bar")
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    notebook.page.mouse.move(x, y)
+    notebook.page.mouse.down()
+    return x, y, box, _part(widget, "predicted-batch-size")
+
+
 def _drag(notebook, widget, bar: str, dy: float, wanted) -> int:
     """Drag the bar by dy-pixel moves (negative = up) until `wanted(batch shown)`; release.
 
@@ -109,13 +121,7 @@ def _drag(notebook, widget, bar: str, dy: float, wanted) -> int:
     one: the drag goes on (at least 4 moves, at most 60) until the batch size is as wanted.
     """
     page = notebook.page
-    handle = _part(widget, f"{bar}-bar")
-    handle.scroll_into_view_if_needed()
-    box = handle.bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    shown = _part(widget, "predicted-batch-size")
-    page.mouse.move(x, y)
-    page.mouse.down()
+    x, y, _, shown = _press(notebook, widget, bar)
     for i in range(1, 61):
         page.mouse.move(x, y + dy * i)
         if i >= 4 and wanted(int(shown.text_content())):

@@ -29,7 +29,7 @@ from conftest import ARTIFACTS
 from jupyter_client import BlockingKernelClient
 from notebook_cells import mlp_cell
 from playwright.sync_api import expect
-from test_cell_edit import _drag, _edit_status, _part, _ready, _saved
+from test_cell_edit import _drag, _edit_status, _part, _press, _ready, _saved
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -102,16 +102,10 @@ def _drag_up_and_off(notebook, widget, facts: dict[str, Any]) -> tuple[int, int]
     """Press on the throughput bar, move up until the batch shown grows, move off the bar to
     the side, release there. Returns (batch shown just before the release, batch shown after)."""
     page = notebook.page
-    bar = _part(widget, "throughput-bar")
-    if bar.get_attribute("aria-disabled") == "true":
+    if _part(widget, "throughput-bar").get_attribute("aria-disabled") == "true":
         pytest.fail(f"{_part(widget, 'drag-reason').inner_text()}; report: {facts}")
-    bar.scroll_into_view_if_needed()
-    box = bar.bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    shown = _part(widget, "predicted-batch-size")
+    x, y, box, shown = _press(notebook, widget, "throughput")
     seen = []
-    page.mouse.move(x, y)
-    page.mouse.down()
     for step in range(1, 41):  # 3 px a move, at most 120 px: past the top of the bar
         page.mouse.move(x, y - 3 * step)
         seen.append(int(shown.text_content()))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
-from test_cell_edit import _part, _ready, _saved
+from test_cell_edit import _part, _press, _ready, _saved
 from test_late_load import SHOWN, _kernel_value
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -85,14 +85,8 @@ def _drag(notebook, widget, step_px: int) -> list[int]:
     """Press on the throughput bar and move ``step_px`` at a time (negative: up), 50 times:
     past the bar's top or bottom; then release. The batch sizes shown after each move."""
     page = notebook.page
-    bar = _part(widget, "throughput-bar")
-    bar.scroll_into_view_if_needed()
-    box = bar.bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    shown = _part(widget, "predicted-batch-size")
+    x, y, _, shown = _press(notebook, widget, "throughput")
     seen = []
-    page.mouse.move(x, y)
-    page.mouse.down()
     for step in range(1, 51):
         page.mouse.move(x, y + step_px * step)
         seen.append(int(shown.text_content()))
