@@ -186,8 +186,10 @@ def relative(predicted: float, actual: float) -> float:
     return 100.0 * (predicted - actual) / actual
 
 
-def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row:
-    """``repeats`` interleaved rounds (see the module docstring) for one model and start."""
+def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
+            factors: tuple[float, ...]) -> Row:
+    """``repeats`` interleaved rounds (see the module docstring) for one model and start,
+    held out at ``factors`` × the start (less the sizes the first profile sampled)."""
     import skyline_nb
     from skyline_nb.profiler.prepare import measure_iteration
 
@@ -208,7 +210,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int) -> Row
             row.refused.append(reports[-1].models.reason or "")
         if not row.held_out:
             sampled = {s.batch_size for s in reports[0].samples}
-            row.held_out = sorted({round(start * f) for f in HELD_OUT[device.kind]} - sampled)
+            row.held_out = sorted({round(start * f) for f in factors} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
         for batch in order:
             held.setdefault(batch, []).append(measure_iteration(*provs, batch, device))
@@ -349,6 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="level-1 clock on CPU (see the module docstring)")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
+    parser.add_argument("--held-out", nargs="+", type=float, metavar="FACTOR",
+                        help="held-out sizes as multiples of the start (default: cpu "
+                             f"{HELD_OUT['cpu']}, cuda {HELD_OUT['cuda']}); e.g. 1.25 2.5 5 10 "
+                             "14, sizes no plan samples, to compare two plans on one set")
     args = parser.parse_args(argv)
     import torch
 
@@ -367,7 +373,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         for start in args.starts:
             began = time.perf_counter()
-            rows.append(run_one(name, start, device, args.scale, max(1, args.repeats)))
+            rows.append(run_one(name, start, device, args.scale, max(1, args.repeats),
+                                tuple(args.held_out or HELD_OUT[device.kind])))
             print(f"  done in {time.perf_counter() - began:.0f} s: "
                   + table(rows[-1:], device.kind).splitlines()[2], flush=True, file=sys.stderr)
     print(table(rows, device.kind))

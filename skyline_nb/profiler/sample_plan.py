@@ -30,6 +30,11 @@ only where the samples ask for it and the time budget allows:
   size: a GPU's cheap iterations afford it, and a curve measured to 4× missed how the time
   grows beyond (an H100's MLP from 32, measured to 128: 13.7 % low at 384, 7.7 % on average
   up to 16×; BENCHMARKS.md, session 16);
+- then, where the caller asks (``between``: a GPU), halfway between two sizes a power of two
+  apart (1.5×, largest first): a matmul-bound step's time at 1.5× a power of two sits ~4 %
+  above the line through the powers of two (tile and wave quantization), so a curve through
+  powers of two alone reads low everywhere else (an H100's MLP −3.4 … −5.6 % at 1.5, 3, 6,
+  12×, ~0 % at powers of two; BENCHMARKS.md, session 19);
 - no more than ``budget_ms`` in all: a size whose expected cost (``_cost``: the peak's window
   and the timed iterations at the caller's precision, ``timed_ms``) would go beyond it is not
   measured (the caller: a few of the user's iterations, so that the whole profile stays within
@@ -58,10 +63,12 @@ passes ``measure`` and its out-of-memory types, tests a scripted machine.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from skyline_nb.models.curve import FLAT, Curve
 from skyline_nb.models.curve import fit_time as fit_curve
@@ -104,15 +111,18 @@ def sample_curve(
     timed_ms: Callable[[float], float],
     retime: Callable[[int, float | None], float] | None = None,
     reach: int = 4,
+    between: bool = False,
 ) -> Samples:
     """Measure 2× and ½× the user's batch, then extend as the module says; never raises for
     an out-of-memory (``oom_errors``), which ends the extension. ``timed_ms(t)``: what timing
     a size whose iterations take t ms is expected to spend (``timing.Precision.quiet_ms``);
     ``retime(n, expected)``: n's time after more iterations there, ``expected`` the time the
     other sizes' curve says (None: samples are never timed again); ``reach``: the multiple of
-    the user's batch the samples may extend to beyond 4× where the budget allows."""
+    the user's batch the samples may extend to beyond 4× where the budget allows; ``between``:
+    whether sizes halfway between measured powers of two follow once the range is measured."""
     found = Samples({user: user_peak}, {user: user_ms})
     start = time.perf_counter()
+    estimated = [0.0]  # what the sizes measured so far were expected to cost (``_cost_at``)
 
     def peak_at(n: int) -> int:
         try:
@@ -121,6 +131,7 @@ def sample_curve(
             found.refused.append(exc.refusal)
             raise
         found.times[n] = ms
+        estimated[0] += _cost_at(user_ms, ms, timed_ms)
         return peak
 
     first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
@@ -138,7 +149,13 @@ def sample_curve(
         sizes = sorted(found.peaks)
         curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
-        target = _next_size(found, curve, bool(untrusted), user, user_ms, reach)
+        # halves within the budget itself (not the rescue's: they do not make a curve
+        # trusted), at what the sizes so far really cost over their estimates (an LSTM's
+        # peaks, tracked op by op, cost more than a few of its iterations: H100, session 23)
+        over = max(1.0, spent_ms / estimated[0]) if estimated[0] > 0 else 1.0
+        halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
+                   if between else None)
+        target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
         target = None if target is None or _refused(found, target, user) else target
         if target is None or spent_ms + _cost(found, user_ms, target, timed_ms) > allowed_ms:
@@ -179,8 +196,10 @@ def _grows(peaks: dict[int, int], times: dict[int, float], user: int,
     return abs(times[other[0]] / times[user] - 1) > 2 * tolerance
 
 
-def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int,
-               user_ms: float, reach: int) -> int | None:
+def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int, user_ms: float,
+               reach: int, halfway: Callable[[int], bool] | None) -> int | None:
+    """The next size to measure (None: none); ``halfway``: which sizes between measured
+    powers of two the budget affords (None: none are measured)."""
     sizes = sorted(found.peaks)
     largest, smallest = sizes[-1], sizes[0]
     flat_reach = FLAT_REACH * user
@@ -199,7 +218,14 @@ def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int,
         return user // 4
     if largest < reach * user:
         return min(2 * largest, reach * user)
-    return None
+    return None if halfway is None else _halfway(sizes, user, halfway)
+
+
+def _halfway(sizes: list[int], user: int, affordable: Callable[[int], bool]) -> int | None:
+    """1.5× a measured size from the user's up whose double is the next measured one, the
+    largest that is ``affordable`` (where the line's slope is decided); None: none left."""
+    halves = [a * 3 // 2 for a, b in itertools.pairwise(sizes) if a >= user and b == 2 * a >= 4]
+    return max(filter(affordable, halves), default=None)
 
 
 def _refused(found: Samples, size: int, user: int) -> bool:
@@ -223,14 +249,24 @@ def _expected(found: Samples, size: int, tolerance: float) -> float | None:
     return fit_curve(others, [found.times[n] for n in others], tolerance)(size)
 
 
+def _affordable(found: Samples, user_ms: float, timed_ms: Callable[[float], float],
+                left_ms: float, size: int) -> bool:
+    return _cost(found, user_ms, size, timed_ms) <= left_ms
+
+
 def _cost(found: Samples, user_ms: float, size: int,
           timed_ms: Callable[[float], float]) -> float:
-    """What measuring ``size`` is expected to take: the peak's window (an iteration on the
-    user's inputs, one tracked at ``size``, about 1.5× its time) and the timed iterations
-    (``timed_ms``), at the time of the nearest measured size scaled by the batch."""
+    """What measuring ``size`` is expected to take (``_cost_at``), at the time of the
+    nearest measured size scaled by the batch."""
     near = min(found.times, key=lambda n: abs(n - size))
-    at_size = found.times[near] * max(1.0, size / near)
-    return user_ms + 1.5 * at_size + timed_ms(at_size)
+    return _cost_at(user_ms, found.times[near] * max(1.0, size / near), timed_ms)
+
+
+def _cost_at(user_ms: float, at_ms: float, timed_ms: Callable[[float], float]) -> float:
+    """What measuring a size of ``at_ms`` iterations is expected to take: the peak's window
+    (an iteration on the user's inputs, one tracked at the size, about 1.5× its time) and the
+    timed iterations (``timed_ms``)."""
+    return user_ms + 1.5 * at_ms + timed_ms(at_ms)
 
 
 def _fits(target: int, peaks: dict[int, int], capacity: int) -> int | None:

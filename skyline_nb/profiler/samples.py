@@ -48,6 +48,7 @@ class SamplingPolicy:
     precision: Precision
     budget: int | None
     reach: int
+    between: bool = False  # sizes halfway between powers of two once the range is measured
 
 
 # A CPU: samples timed as ``timing.SAMPLE`` says; 13 of the user's iterations, so that with
@@ -63,7 +64,7 @@ CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 4)
 # them (sessions 15–16) took the 3.7 ms CNN's samples to 1.86× its profile, while the 1.8 ms
 # MLP's, whose op timing is long, took 0.27× and stopped short of its range; and to 16×, issue
 # 15's held-out range (an H100's MLP measured to 4× was 7.7 % off up to 16×). BENCHMARKS.md.
-CUDA_SAMPLING = SamplingPolicy(HEADLINE, None, 16)
+CUDA_SAMPLING = SamplingPolicy(HEADLINE, None, 16, between=True)
 
 
 @dataclass
@@ -126,7 +127,7 @@ def sample_sizes(
         budget_ms=sampling_budget_ms(policy, first.iteration_ms,
                                      1000.0 * reporter.profile_s()),
         timed_ms=lambda ms: precision.quiet_ms(ms, dev.min_chunk),
-        retime=retime, reach=policy.reach)
+        retime=retime, reach=policy.reach, between=policy.between)
     chosen = [timings[n] for n in found.peaks if n != user]
     busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:

@@ -10,6 +10,7 @@ expected costs meet what the samples really take.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -28,6 +29,34 @@ from skyline_nb.profiler.samples import (
 )
 
 
+@pytest.fixture
+def clock(monkeypatch) -> dict[str, float]:
+    """The plan's clock, in ms: each scripted GPU below advances it by what a size costs."""
+    now = {"ms": 0.0}
+    monkeypatch.setattr(sample_plan.time, "perf_counter", lambda: now["ms"] / 1000.0)
+    return now
+
+
+def peak_window_and_blocks(n: int, t: float) -> float:
+    """What a size costs on an H100 beside its iterations: the peak's iteration, a block of
+    ≥ 30 ms, Python (more under the peak tracker, which follows every op at the sizes above
+    the user's)."""
+    return t + gpu_timed(t) + (40.0 if n > 32 else 15.0)
+
+
+def joined(times: dict[int, float], clock: dict[str, float],
+           cost: Callable[[int, float], float] = peak_window_and_blocks
+           ) -> Callable[[int], float]:
+    """A GPU's time at n: the measured ``times`` joined in straight pieces; the clock advances
+    by ``cost(n, time)``."""
+
+    def gpu_time(n: int) -> float:
+        t = float(np.interp(n, list(times), list(times.values())))
+        clock["ms"] += cost(n, t)
+        return t
+
+    return gpu_time
+
 def test_a_gpu_budget_is_the_bar_over_the_profile_and_a_cpu_keeps_its_count() -> None:
     """An H100's CNN of 3.7 ms iterations, 60 ms into its profile when the samples start: the
     profile is at least 2.6× that, so the samples may take 1.5× of 156 ms, not the 250 ms
@@ -41,7 +70,7 @@ def test_a_gpu_budget_is_the_bar_over_the_profile_and_a_cpu_keeps_its_count() ->
     assert sampling_budget_ms(CPU_SAMPLING, 0.5, 5000.0) == SAMPLING_FLOOR_MS
 
 
-def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(monkeypatch) -> None:
+def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(clock) -> None:
     """An H100's Transformer from 32 (BENCHMARKS.md, session 15): time grew 62 % at 2×, so the
     third size was ½×, and with a CPU's budget (250 ms here) the samples ended at 2×; the backward
     phase's peak grows 3 % faster beyond 64 than up to it, so memory extrapolated from 64 was
@@ -52,15 +81,8 @@ def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(monkeyp
     peaks = {16: 1051389476, 32: 1053445668, 48: 1131241224, 64: 1285893896,
              96: 1603571368, 128: 1921265320, 192: 2556653224, 256: 3192041128,
              384: 4462816936, 512: 5733592744}
-    clock = {"ms": 0.0}
-    monkeypatch.setattr(sample_plan.time, "perf_counter", lambda: clock["ms"] / 1000.0)
-
-    def gpu_time(n: int) -> float:
-        t = float(np.interp(n, list(times), list(times.values())))
-        clock["ms"] += t + gpu_timed(t) + (40.0 if n > 32 else 15.0)
-        return t
-
-    h100 = Machine(gpu_time, lambda n: int(np.interp(n, list(peaks), list(peaks.values()))))
+    h100 = Machine(joined(times, clock),
+                   lambda n: int(np.interp(n, list(peaks), list(peaks.values()))))
     # the bar over its profile without samples (0.80–0.98 s on that H100, session 16)
     found, models = sample(h100, 32, budget_ms=COST_BAR * 800.0, tolerance=0.05,
                            timed_ms=gpu_timed)
@@ -75,20 +97,14 @@ def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(monkeyp
     assert models.predict_peak_bytes(512) < 0.985 * peaks[512]
 
 
-def test_a_gpu_samples_to_16x_where_its_cheap_iterations_afford_it(monkeypatch) -> None:
+def test_a_gpu_samples_to_16x_where_its_cheap_iterations_afford_it(clock) -> None:
     """An H100's MLP from 32 (BENCHMARKS.md, session 16): samples to 4× (8…128) left the curve
     13.7 % low at 384 and 7.9 % on average up to 16×, where the time grows faster than up to
     128. A GPU's samples go on doubling to 16× within the bar over its profile (0.54 s without
     samples; 36–45 ms per sample here: timed iterations, the peak's window, the host)."""
     times = {8: 1.72, 32: 1.89, 48: 1.84, 64: 2.08, 96: 2.45, 128: 2.56, 192: 3.19,
              256: 3.57, 384: 4.97, 512: 5.66}
-    clock = {"ms": 0.0}
-    monkeypatch.setattr(sample_plan.time, "perf_counter", lambda: clock["ms"] / 1000.0)
-
-    def gpu_time(n: int) -> float:
-        t = float(np.interp(n, list(times), list(times.values())))
-        clock["ms"] += gpu_timed(t) + 1.5 * t + 5.0
-        return t
+    gpu_time = joined(times, clock, lambda n, t: gpu_timed(t) + 1.5 * t + 5.0)
 
     def errors(reach: int) -> list[float]:
         clock["ms"] = 0.0
@@ -110,19 +126,15 @@ def test_a_gpu_samples_to_16x_where_its_cheap_iterations_afford_it(monkeypatch) 
     assert np.mean(errors(CUDA_SAMPLING.reach)) < 0.04
 
 
-def test_one_cheap_retime_may_go_beyond_the_allowance(monkeypatch) -> None:
+def test_one_cheap_retime_may_go_beyond_the_allowance(monkeypatch, clock) -> None:
     """A GPU profile's samples are each timed over ≥ 30 ms, so they alone spend the budget,
     and the example CNN on an H100 (user 32 at 3.3 ms) was refused in 2 of 3 profiles for one
     stalled block (16: 9.42 ms). One retime of ~30 ms is cheaper than losing the drag."""
-    clock = {"ms": 0.0}
-    monkeypatch.setattr(sample_plan.time, "perf_counter", lambda: clock["ms"] / 1000.0)
     truth = {8: 3.15, 16: 3.19, 32: 3.28, 64: 4.77, 128: 8.69, 256: 16.22}
 
     def gpu_time(n: int) -> float:
         t = truth.get(n, 0.063 * n)
-        # the peak's iteration, a block of ≥ 30 ms, Python (more under the peak tracker, which
-        # follows every op at the sizes above the user's)
-        clock["ms"] += t + gpu_timed(t) + (40.0 if n > 32 else 15.0)
+        clock["ms"] += peak_window_and_blocks(n, t)
         return 9.42 if n == 16 else t
 
     def profile(cheap: float) -> tuple[list[int], PerformanceModels]:
@@ -162,3 +174,71 @@ def test_a_launch_bound_floor_on_a_noisy_host_then_a_rise_keeps_the_drag() -> No
     for n in (12, 24, 48, 96):  # the held-out sizes of the benchmark: on the floor
         assert models.predict_iteration_ms(n) == pytest.approx(9.3, rel=0.08)
     assert models.max_throughput >= models.measured_max_throughput
+
+
+def test_a_gpu_samples_halfway_between_powers_of_two_once_its_range_is_measured(
+        clock) -> None:
+    """An H100's Transformer from 32 (BENCHMARKS.md, session 18, run 2: the medians of the
+    plain loops and samples): the time at 1.5× a power of two sits 5–7 % above the line
+    through the powers of two around it (96: 24.99 ms, 64 and 128 say 23.6; 192: 46.29, 128
+    and 256 say 44.1), so a curve through powers of two alone reads low between them. Once
+    the range is measured (to 16×), a GPU's samples go halfway, the largest the bar over its
+    profile affords first; a CPU's plan does not."""
+    times = {16: 10.4, 32: 9.97, 48: 14.04, 64: 16.87, 96: 24.99, 128: 30.29, 192: 46.29,
+             256: 57.9, 384: 85.57, 512: 113.08}
+
+    def plan(between: bool, budget_ms: float) -> tuple[list[int], list[float]]:
+        clock["ms"] = 0.0
+        machine = Machine(joined(times, clock))
+        found = sample_curve(machine, 32, MB * 32, times[32], 1 << 40,
+                             oom_errors=(FakeOutOfMemory,), tolerance=0.05,
+                             budget_ms=budget_ms, timed_ms=gpu_timed,
+                             reach=CUDA_SAMPLING.reach, between=between)
+        sizes = sorted(found.peaks)
+        models = PerformanceModels.from_samples(
+            sizes, [found.times[n] for n in sizes], [found.peaks[n] for n in sizes], 1 << 40,
+            found.reason, tolerance=0.05)
+        assert models.can_manipulate, models.reason
+        assert clock["ms"] <= 1.05 * budget_ms  # expected costs, near what the clock says
+        between_sizes = [n for n in machine.calls if n not in (16, 64, 128, 256, 512)]
+        return between_sizes, [models.predict_iteration_ms(n) / times[n] - 1
+                               for n in (48, 96, 192, 384)]
+
+    assert CUDA_SAMPLING.between and not CPU_SAMPLING.between
+    # the bar over a profile of 2.1 s (session 18: 1.25 s, its samples to 512 1.0 s)
+    halves, errors = plan(True, COST_BAR * 2100.0)
+    assert halves == [384, 192, 96, 48], halves  # the largest first
+    before_halves, before = plan(False, COST_BAR * 2100.0)
+    assert before_halves == [] and min(before) < -0.045  # low at 1.5×: 96 −4.7 %
+    assert np.mean(np.abs(errors)) < 0.6 * np.mean(np.abs(before))
+    # a shorter profile's bar: the largest halves it affords
+    halves, _ = plan(True, COST_BAR * 1500.0)
+    assert halves == [192], halves
+
+
+def test_halves_stay_within_the_budget_at_what_the_samples_really_cost(clock) -> None:
+    """An H100's LSTM from 8 and 32 (session 23): its peaks, tracked op by op over every
+    time step, cost ~3× what the plan expects of a size, and its curve was refused while it
+    sampled; with halves under the rescue's allowance and at the expected costs, its samples
+    took 2.5–3.25× its profile (the bar: 1.5×). Halves are measured within the budget itself,
+    at the cost the sizes so far really had."""
+    wobble = [0.9, -0.3, 0.4, -0.8, 0.6, -0.2, 0.3, -0.5]
+
+    def lstm(n: int) -> float:
+        t = max(8.1, 4.0 + 0.012 * n) * (1 + 0.08 * wobble[int(math.log2(n)) % 8])
+        clock["ms"] += 3 * peak_window_and_blocks(n, t)
+        return t
+
+    for user, budget_ms in ((32, 1500.0), (8, 1500.0), (32, 3000.0)):
+        user_ms = lstm(user)
+        clock["ms"] = 0.0
+        machine = Machine(lstm)
+        sample_curve(machine, user, MB * user, user_ms, 1 << 40,
+                     oom_errors=(FakeOutOfMemory,), tolerance=0.06, budget_ms=budget_ms,
+                     timed_ms=gpu_timed, reach=CUDA_SAMPLING.reach, between=True)
+        halves = [n for n in machine.calls if n & (n - 1)]
+        powers = [n for n in machine.calls if not n & (n - 1)]
+        if halves:  # measured after every power of two
+            assert machine.calls.index(halves[0]) >= len(powers), machine.calls
+            assert clock["ms"] <= 1.05 * budget_ms, (machine.calls, clock["ms"])
+    assert halves, machine.calls  # a budget twice as large affords some
