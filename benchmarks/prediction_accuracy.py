@@ -15,8 +15,10 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
 - off: how many of the profiles' own curves refused to predict (the user sees dragging off);
   their samples still count in the median fit, which is judged unless it refuses too.
 
-Held-out sizes are 1.5, 3, 4, 6 and 8 × the start, on CUDA also 12 and 16 × (issue 15), minus
-sizes that were sampled;
+Held-out sizes are 1.5, 3, 4, 6 and 8 × the start on CPU; on CUDA 1.25, 2.5, 5, 10 and 14 ×
+(up to 16 × in issue 15: a GPU's samples are the start times powers of two and, since session
+23, halfway between them, 1.5, 3, 6, 12 ×, which sessions 11–22 held out); ``--held-out``
+chooses others; minus sizes that were sampled;
 a size beyond the fitted models' drag range (``max_batch_size``: 2× the largest sample when the
 time is flat) is left out and listed, since the widget shows no prediction there. Bars
 (issues 4 and 15) — CPU: time mean ≤ 5 %, memory mean ≤ 1 %, sampling ≤ 1.5× the profile;
@@ -62,8 +64,8 @@ from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.report import Sample
 
 MODELS = ("mlp", "cnn", "transformer", "lstm")
-# × the start (issue 15: up to 8× it on CPU, 16× on a GPU)
-HELD_OUT = {"cpu": (1.5, 3.0, 4.0, 6.0, 8.0), "cuda": (1.5, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)}
+# × the start (issue 15: up to 8× it on CPU, 16× on a GPU), sizes no plan samples
+HELD_OUT = {"cpu": (1.5, 3.0, 4.0, 6.0, 8.0), "cuda": (1.25, 2.5, 5.0, 10.0, 14.0)}
 BARS = {"cpu": (5.0, 1.0), "cuda": (5.0, 1.0)}  # mean time %, mean memory % (issue 15)
 SAMPLING_BAR = 1.5
 # Model sizes for --scale bench: (constructor keyword arguments, input features for the MLP).
@@ -353,8 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write every measurement here")
     parser.add_argument("--held-out", nargs="+", type=float, metavar="FACTOR",
                         help="held-out sizes as multiples of the start (default: cpu "
-                             f"{HELD_OUT['cpu']}, cuda {HELD_OUT['cuda']}); e.g. 1.25 2.5 5 10 "
-                             "14, sizes no plan samples, to compare two plans on one set")
+                             f"{HELD_OUT['cpu']}, cuda {HELD_OUT['cuda']})")
     args = parser.parse_args(argv)
     import torch
 
