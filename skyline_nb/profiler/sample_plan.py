@@ -54,7 +54,9 @@ only where the samples ask for it and the time budget allows:
 
 A size where the user's providers raise (``sampling.SizeFailed``) ends the extension on its side
 of the user's batch, and the sizes kept are those measured (``Samples.refused``: the drag must
-stop short of a size that fails, ``PerformanceModels.fails_at`` and ``fails_below``).
+stop short of a size that fails, ``PerformanceModels.fails_at`` and ``fails_below``); where it
+lies between two sizes that ran (a half: 9 for a step that splits its batch in pairs, from 6),
+it ends no range and is kept apart (``Samples.between``), and no more halves are tried.
 
 Each ``measure(n)`` measures the peak at n and then times n in a block of its own, its first
 iteration (the one that faults new memory in) being the peak's. Imports no torch: the profiler
@@ -96,6 +98,8 @@ class Samples:
     times: dict[int, float]
     reason: str | None = None
     refused: list[Refusal] = field(default_factory=list)  # where the providers raised
+    # ... at a size between two that ran (a half): no end of the drag range, said apart
+    between: list[Refusal] = field(default_factory=list)
 
 
 def sample_curve(
@@ -176,7 +180,11 @@ def sample_curve(
             continue
         try:
             peak = peak_at(target)
-        except (*oom_errors, SizeFailed):
+        except SizeFailed:
+            if min(found.peaks) < target < max(found.peaks):  # the sizes around it ran
+                found.between.append(found.refused.pop())
+            break
+        except oom_errors:
             break
         if 0 < capacity_bytes < peak:
             break
@@ -214,7 +222,7 @@ def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int, user_ms
         return 2 * largest
     if largest < 4 * user:
         return 4 * user
-    if user_ms < CHEAP_MS and smallest > user // 4 >= 1:
+    if user_ms < CHEAP_MS and smallest > user // 4 >= 1 and not _refused(found, user // 4, user):
         return user // 4
     if largest < reach * user:
         return min(2 * largest, reach * user)

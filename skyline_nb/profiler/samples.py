@@ -10,7 +10,7 @@ own spread, so a busy machine does not turn noise into bends.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from skyline_nb.categories import Categories
 from skyline_nb.models.curve import FLAT, TOLERANCE
@@ -79,6 +79,7 @@ class Sampled:
     # peak bytes per phase at each size, the user's included (``phases.py``); empty if unknown
     phases: dict[int, dict[str, int]]
     refused: list[Refusal]  # sizes where the user's providers raised
+    between: list[Refusal] = field(default_factory=list)  # ... between two that ran
 
 
 def tolerance_of(level1: IterationResult) -> float:
@@ -137,7 +138,7 @@ def sample_sizes(
         )
     phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
     return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases,
-                   found.refused)
+                   found.refused, found.between)
 
 
 def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
@@ -209,6 +210,7 @@ def fitted(
     warnings.extend(filter(None, [flat_noise_warning(models)]))
     if sampled.reason is None:  # else the reason names the first refusal
         warnings.extend(_refusal_warning(r, first.batch_size, models) for r in sampled.refused)
+    warnings.extend(_between_warning(r, sampled.peaks) for r in sampled.between)
     return samples, models
 
 
@@ -219,6 +221,14 @@ def _refusal_warning(refusal: Refusal, user: int, models: PerformanceModels) -> 
         return f"{refusal}: predictions start at batch size {bottom}"
     top = models.max_batch_size() if models.memory is not None else refusal.batch_size - 1
     return f"{refusal}: predictions stop at batch size {top}"
+
+
+def _between_warning(refusal: Refusal, ran: dict[int, int]) -> str:
+    """A size the providers raised at while sizes on either side ran: the drag's range stays,
+    and the user learns that some sizes inside it fail."""
+    below = max(n for n in ran if n < refusal.batch_size)
+    above = min(n for n in ran if n > refusal.batch_size)
+    return f"{refusal}, while {below} and {above} ran: other sizes the drag reaches may fail too"
 
 
 def flat_noise_warning(models: PerformanceModels) -> str | None:

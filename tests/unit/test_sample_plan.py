@@ -11,17 +11,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import torch
 from scripted_chunks import script_chunks  # noqa: F401  (fixture module, same folder)
 from scripted_machine import Machine, sample
 
+from skyline_nb.categories import Categories
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler import iteration, timing
 from skyline_nb.profiler.device import resolve_device
 from skyline_nb.profiler.providers import Trial
 from skyline_nb.profiler.sample_plan import FLAT_REACH
+from skyline_nb.profiler.samples import Sampled, fitted
+from skyline_nb.profiler.sampling import Refusal
 
 
 def test_flat_then_linear_finds_the_bend_and_predicts_within_2_percent() -> None:
@@ -183,20 +187,16 @@ def test_a_capacity_caps_the_flat_extension_at_what_memory_allows() -> None:
     assert max(found.peaks) <= 100 and models.max_batch_size() <= 100
 
 
-def test_samples_are_timed_after_the_iteration_that_faults_memory_in(monkeypatch) -> None:
-    """On the real WarmTrial: the first iteration at a new size takes 50 % longer (page
-    faults); the peak's iteration absorbs it, so the sample's time is the warm one."""
-    state = {"size": 8, "warm": set()}
-
-    def step() -> None:
-        state["last_first"] = state["size"] not in state["warm"]
-        state["warm"].add(state["size"])
+def scripted_warm_trial(monkeypatch, step: Callable[[], None], state: dict,
+                        ms: Callable[[], float]) -> tuple[Any, Any]:
+    """The real WarmTrial at 8 on a scripted clock: each iteration runs ``step`` and takes
+    ``ms()``; ``state["size"]`` is the batch size of the inputs in use."""
 
     def chunk(step_fn, device, n):
         times = []
         for _ in range(n):
             step_fn()
-            times.append(2.0 * state["size"] * (1.5 if state["last_first"] else 1.0))
+            times.append(ms())
         return times, 0.0
 
     monkeypatch.setattr(timing, "timed_chunk", chunk)
@@ -208,9 +208,22 @@ def test_samples_are_timed_after_the_iteration_that_faults_memory_in(monkeypatch
         use(inputs)
 
     monkeypatch.setattr(trial, "use_inputs", use_inputs)
-    device = resolve_device("cpu")
-    headline, warm = iteration.measure_level1(
-        lambda: trial, device, 8, inputs_for=lambda n: ((), {}, [torch.zeros(n)]))
+    return iteration.measure_level1(lambda: trial, resolve_device("cpu"), 8,
+                                    inputs_for=lambda n: ((), {}, [torch.zeros(n)]))
+
+
+def test_samples_are_timed_after_the_iteration_that_faults_memory_in(monkeypatch) -> None:
+    """On the real WarmTrial: the first iteration at a new size takes 50 % longer (page
+    faults); the peak's iteration absorbs it, so the sample's time is the warm one."""
+    state = {"size": 8, "warm": set()}
+
+    def step() -> None:
+        state["last_first"] = state["size"] not in state["warm"]
+        state["warm"].add(state["size"])
+
+    headline, warm = scripted_warm_trial(
+        monkeypatch, step, state,
+        lambda: 2.0 * state["size"] * (1.5 if state["last_first"] else 1.0))
     assert headline.iteration_ms == 16.0
     warm.peak_at(32)
     first = warm.time_at(32)
@@ -289,3 +302,25 @@ def test_a_refused_half_is_replaced_by_4x_and_nothing_smaller_is_tried() -> None
     assert machine.calls[:3] == [24, 6, 48] and 3 not in machine.calls
     assert [r.batch_size for r in found.refused] == [6] and min(found.peaks) == 12
     assert models.can_manipulate and models.fails_at is None
+
+
+def test_a_size_refused_between_two_that_ran_is_said_and_ends_no_range(monkeypatch) -> None:
+    """A GPU's half (``sample_plan._halfway``) the user's code refused, 12 between 8 and 16
+    (``Samples.between``): the drag's range stays that of the samples, and the report says
+    that sizes inside it may fail."""
+    state = {"size": 8}
+    headline, warm = scripted_warm_trial(monkeypatch, lambda: None, state,
+                                         lambda: 2.0 * state["size"] + 4.0)
+    peaks = {8: headline.peak_bytes}
+    timings = []
+    for n in (16, 32):
+        peaks[n] = warm.peak_at(n)
+        timings.append(warm.time_at(n))
+    why = "the iteration step (cell 1, line 3) raised RuntimeError: shape '[-1, 8]' is invalid"
+    sampled = Sampled(peaks, {}, timings, None, 0.06, {}, [], [Refusal(12, why)])
+    warnings: list[str] = []
+    _, models = fitted(headline, sampled, resolve_device("cpu"), Categories(), warnings)
+    assert models.can_manipulate and models.fails_at is None
+    assert models.max_batch_size() == 8 * 32 and models.min_batch_size() == 1
+    assert warnings == [f"at batch size 12, {why}, while 8 and 16 ran: other sizes the drag "
+                        "reaches may fail too"]

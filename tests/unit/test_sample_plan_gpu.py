@@ -242,3 +242,17 @@ def test_halves_stay_within_the_budget_at_what_the_samples_really_cost(clock) ->
             assert machine.calls.index(halves[0]) >= len(powers), machine.calls
             assert clock["ms"] <= 1.05 * budget_ms, (machine.calls, clock["ms"])
     assert halves, machine.calls  # a budget twice as large affords some
+
+
+def test_a_half_the_users_code_refuses_ends_no_range() -> None:
+    """A step that splits its batch in pairs, from 10: ½× (5) is refused below (and so is no
+    ¼× tried: the samples go on to 16×), and a half (15, between 10 and 20 that ran) is kept
+    apart: the drag still spans 6 … 8× the largest sample, and no half is tried after it."""
+    pairs = Machine(lambda n: 0.02 * n + 2.0, refuses=lambda n: n % 2 == 1)
+    found, models = sample(pairs, 10, timed_ms=gpu_timed, reach=CUDA_SAMPLING.reach,
+                           between=True)
+    assert [r.batch_size for r in found.refused] == [5]
+    assert [r.batch_size for r in found.between] == [15], found.between
+    assert pairs.calls == [20, 5, 40, 80, 160, 120, 60, 30, 15] and 15 not in found.peaks
+    assert models.can_manipulate and models.fails_at is None and models.min_batch_size() == 6
+    assert models.max_batch_size() == 8 * max(found.peaks) == 8 * 160
