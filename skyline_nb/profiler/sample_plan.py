@@ -31,10 +31,15 @@ only where the samples ask for it and the time budget allows:
   grows beyond (an H100's MLP from 32, measured to 128: 13.7 % low at 384, 7.7 % on average
   up to 16×; BENCHMARKS.md, session 16);
 - then, where the caller asks (``between``: a GPU), halfway between two sizes a power of two
-  apart (1.5×, largest first): a matmul-bound step's time at 1.5× a power of two sits ~4 %
-  above the line through the powers of two (tile and wave quantization), so a curve through
-  powers of two alone reads low everywhere else (an H100's MLP −3.4 … −5.6 % at 1.5, 3, 6,
-  12×, ~0 % at powers of two; BENCHMARKS.md, session 19);
+  apart (1.5×), the largest the budget affords first: a matmul-bound step's time between
+  powers of two sits above the line through them (tile and wave quantization), so a curve
+  through powers of two alone reads low everywhere else (an H100's MLP −3.4 … −5.6 % at 1.5,
+  3, 6, 12×, ~0 % at powers of two, session 19; with halves, at 1.25, 2.5, 5, 10, 14×: MLP
+  4.9 → 3.3 %, Transformer from 32 6.1 → 3.5 %, session 23; BENCHMARKS.md). Within the
+  budget itself, not the rescue's allowance (they do not make a curve trusted), each at its
+  expected cost scaled by what the sizes so far really cost over theirs (an H100's LSTM,
+  whose peaks are tracked op by op over every time step, took its samples to 2.5–3.25× its
+  profile without both);
 - no more than ``budget_ms`` in all: a size whose expected cost (``_cost``: the peak's window
   and the timed iterations at the caller's precision, ``timed_ms``) would go beyond it is not
   measured (the caller: a few of the user's iterations, so that the whole profile stays within
@@ -153,9 +158,8 @@ def sample_curve(
         sizes = sorted(found.peaks)
         curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
-        # halves within the budget itself (not the rescue's: they do not make a curve
-        # trusted), at what the sizes so far really cost over their estimates (an LSTM's
-        # peaks, tracked op by op, cost more than a few of its iterations: H100, session 23)
+        # halves within the budget itself, at what the sizes so far really cost over their
+        # estimates (the module's docstring)
         over = max(1.0, spent_ms / estimated[0]) if estimated[0] > 0 else 1.0
         halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
                    if between else None)

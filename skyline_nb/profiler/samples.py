@@ -63,7 +63,8 @@ CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 4)
 # an H100), so no count of them bounds the samples but the bar over the profile itself: 45 of
 # them (sessions 15–16) took the 3.7 ms CNN's samples to 1.86× its profile, while the 1.8 ms
 # MLP's, whose op timing is long, took 0.27× and stopped short of its range; and to 16×, issue
-# 15's held-out range (an H100's MLP measured to 4× was 7.7 % off up to 16×). BENCHMARKS.md.
+# 15's held-out range (an H100's MLP measured to 4× was 7.7 % off up to 16×); then halfway
+# between the powers of two measured (``sample_plan``). BENCHMARKS.md.
 CUDA_SAMPLING = SamplingPolicy(HEADLINE, None, 16, between=True)
 
 
