@@ -108,7 +108,9 @@ def sample_sizes(
     def measure(n: int) -> tuple[int, float]:
         reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
         try:
-            peak = warm.peak_at(n, categorize=n > user)  # the widget scales by the largest
+            # the widget scales by the two largest: a size above every one measured, not a
+            # half between them (a tracked peak costs about one of the user's iterations)
+            peak = warm.peak_at(n, categorize=n > max([user, *timings]))
             timings[n] = warm.time_at(n, precision)
         except ProviderError as exc:  # their batch ran: the profile stands, the size does not
             why = str(exc).rstrip(".")

@@ -9,6 +9,7 @@ real ``WarmTrial`` with a scripted clock.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +21,9 @@ from scripted_machine import Machine, sample
 
 from skyline_nb.categories import Categories
 from skyline_nb.models.performance import PerformanceModels
-from skyline_nb.profiler import iteration, timing
+from skyline_nb.profiler import iteration, samples, timing
 from skyline_nb.profiler.device import resolve_device
+from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.providers import Trial
 from skyline_nb.profiler.sample_plan import FLAT_REACH
 from skyline_nb.profiler.samples import Sampled, fitted
@@ -324,3 +326,17 @@ def test_a_size_refused_between_two_that_ran_is_said_and_ends_no_range(monkeypat
     assert models.max_batch_size() == 8 * 32 and models.min_batch_size() == 1
     assert warnings == [f"at batch size 12, {why}, while 8 and 16 ran: other sizes the drag "
                         "reaches may fail too"]
+
+
+def test_halves_are_not_categorized(monkeypatch) -> None:
+    """What was alive at the peak is followed (a tracked iteration, about one of the user's)
+    only at a size above every one measured: the widget scales by the two largest, and a
+    half between two measured sizes is never one of them."""
+    state = {"size": 8}
+    _, warm = scripted_warm_trial(monkeypatch, lambda: None, state,
+                                  lambda: 0.2 * state["size"] + 0.4)
+    monkeypatch.setattr(samples, "CPU_SAMPLING",
+                        dataclasses.replace(samples.CPU_SAMPLING, between=True))
+    sampled = samples.sample_sizes(warm, resolve_device("cpu"), [], Reporter(None, True))
+    assert sorted(sampled.peaks) == [2, 4, 8, 12, 16, 24, 32], sorted(sampled.peaks)
+    assert sorted(sampled.categories) == [16, 32]
