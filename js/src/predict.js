@@ -1,7 +1,8 @@
 // The performance models in JavaScript: a line-for-line mirror of
 // skyline_nb/models/performance.py (PerformanceModels) and curve.py (Curve: the maximum of a
 // few lines, e.g. flat then growing; a memory curve's lines each hold over a stretch of batch
-// sizes, from/to). The report stores only the fitted lines; the widget predicts from them
+// sizes, from/to, and so may a time curve's first piece). The report stores only the fitted
+// lines; the widget predicts from them
 // while the user drags, so dragging works in saved
 // notebooks and the offline page without a kernel. Keep the formulas, the order of floating
 // point operations and the messages identical to Python: js/test/predict.test.js compares the

@@ -20,7 +20,9 @@ steeper segment appears only where the samples show one beyond their noise.
 A line may hold over a stretch of x only (``start``/``end``): the curve is then the largest of
 the lines that hold at x. Memory curves are made of such pieces (``memory_curve.fit_memory``):
 a GPU's peak can step where a library picks another kernel, which no maximum of lines through
-the samples follows.
+the samples follows; and a time curve is, where its smallest sample lies a little below the
+line through the others (``trust._steep_start``: a piece up to the second smallest, then that
+line).
 """
 
 from __future__ import annotations

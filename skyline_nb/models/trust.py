@@ -27,16 +27,28 @@ kernels at a pace that moved ±12 % between samples) and all three profiles refu
 the one thing a user needs to know: a larger batch costs no more time there. ``flat_spread``
 says how far such samples scatter, for the report to say so. And except where the samples
 are such a floor up to some size and a line beyond it (``_clear_bend``): each piece is judged
-on its own samples, as R² over both cannot.
+on its own samples, as R² over both cannot. And except where only the smallest size is off, a
+little below a line the others make (``_steep_start``): a step whose time falls faster at a
+tiny batch than the line says, joined to it by a straight piece.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.curve import FLAT, MIN_R2, TOLERANCE, Curve, fit_bend, flat_time
+from skyline_nb.models.curve import (
+    FLAT,
+    LINE,
+    MIN_R2,
+    TOLERANCE,
+    Curve,
+    Line,
+    fit_bend,
+    flat_time,
+)
 from skyline_nb.models.curve import fit_time as fit_curve
 from skyline_nb.models.fit import LinearFit
 
@@ -48,6 +60,9 @@ MAX_FLAT_SPREAD = 0.10
 # every sample within this of the flat curve (within MAX_OFF_FACTOR of it: 1/0.8 = 1.25).
 NOISY_FLAT_SIZES, NOISY_FLAT_RANGE, GROWTH_T = 5, 16.0, 2.0
 MAX_NOISY_FLAT_SPREAD = 0.20
+# How far below the line through the larger sizes the smallest may lie and be joined to it by
+# a straight piece (``_steep_start``): a CPU's tiny MLP read 1.31–1.32× below at ¼×.
+MAX_STEEP_FACTOR = 1.5
 
 
 def fit_time(
@@ -64,6 +79,9 @@ def fit_time(
         bend = _clear_bend(xs, ts, tolerance)
         if bend is not None:
             return bend, []
+        steep = _steep_start(xs, ts, tolerance)
+        if steep is not None:
+            return steep, []
     return curve, problems
 
 
@@ -99,6 +117,32 @@ def _clear_bend(xs: Sequence[float], ts: Sequence[float], tolerance: float) -> C
     if spread > MAX_FLAT_SPREAD or off > tolerance or rise <= 2 * spread:
         return None
     return bend
+
+
+def _steep_start(xs: Sequence[float], ts: Sequence[float], tolerance: float) -> Curve | None:
+    """The line through the other sizes, joined to the smallest by a straight piece where
+    the time falls faster there (a CPU's tiny MLP: 1.37 ms at 2, a line through 8…512 says
+    1.80, refused as 1.31× off in 2 of 3 profiles; BENCHMARKS.md, session 23): the sizes from
+    the second smallest on, at least three, must make a trusted line on their own, and the
+    smallest lie below it by at most ``MAX_STEEP_FACTOR`` (issue 12's 0.42 ms beside stalls
+    that put the line at 8 ms is a measurement gone wrong, not a step); the piece predicts
+    between two measured sizes. None otherwise."""
+    smallest = min(xs)
+    rest = [(x, t) for x, t in zip(xs, ts, strict=True) if x > smallest]
+    low = [t for x, t in zip(xs, ts, strict=True) if x == smallest]
+    if len(low) != 1 or len({x for x, _ in rest}) < 3:
+        return None
+    rest_xs, rest_ts = [x for x, _ in rest], [t for _, t in rest]
+    line = fit_curve(rest_xs, rest_ts, tolerance)
+    if (line.shape != LINE or _scatter(rest_xs, rest_ts, line)
+            or not line(smallest) / MAX_STEEP_FACTOR <= low[0] < line(smallest)):
+        return None
+    joint = min(rest_xs)
+    slope = (line(joint) - low[0]) / (joint - smallest)
+    piece = Line(slope, low[0] - slope * smallest, end=joint)
+    steep = Curve([piece, replace(line.lines[0], start=joint)], line.r2, shape=LINE)
+    steep.residuals = [t - steep(x) for x, t in zip(xs, ts, strict=True)]
+    return steep
 
 
 def _no_growth(xs: Sequence[float], ts: Sequence[float]) -> bool:

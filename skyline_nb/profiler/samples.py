@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from skyline_nb.categories import Categories
+from skyline_nb.export.units import format_ms
 from skyline_nb.models.curve import FLAT, TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.models.trust import MAX_FLAT_SPREAD, flat_spread
@@ -210,7 +211,7 @@ def fitted(
         fails_at=fails_above(sampled.refused, first.batch_size),
         fails_below=fails_below(sampled.refused, first.batch_size),
     )
-    warnings.extend(filter(None, [flat_noise_warning(models)]))
+    warnings.extend(filter(None, [flat_noise_warning(models), steep_start_warning(models)]))
     if sampled.reason is None:  # else the reason names the first refusal
         warnings.extend(_refusal_warning(r, first.batch_size, models) for r in sampled.refused)
     warnings.extend(_between_warning(r, sampled.peaks) for r in sampled.between)
@@ -245,3 +246,15 @@ def flat_noise_warning(models: PerformanceModels) -> str | None:
     return (f"the iteration time does not grow from batch size {low} to {high} (launch-bound), "
             f"but its samples vary by up to {spread:.0%} around it: predicted times "
             "are that uncertain; re-profile when the machine is quieter")
+
+
+def steep_start_warning(models: PerformanceModels) -> str | None:
+    """What a time curve joined to its smallest sample by a straight piece
+    (``trust._steep_start``) means for the predictions; None for any other curve."""
+    time = models.time
+    if time is None or not time.pieces or models.measured_range is None:
+        return None
+    low, joint, line = models.measured_range[0], time.lines[0].end, time.lines[-1]
+    return (f"below batch size {joint:g} the iteration time falls faster than the line through "
+            f"the larger sizes ({format_ms(time(low))} at {low}, where that line says "
+            f"{format_ms(line(low))}): predictions there follow a straight piece between them")

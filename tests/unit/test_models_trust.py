@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import pytest
 
+from skyline_nb.export.units import format_ms
 from skyline_nb.models.fit import LinearFit
 from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
 from skyline_nb.models.trust import MIN_R2, fit_time
-from skyline_nb.profiler.samples import flat_noise_warning
+from skyline_nb.profiler.samples import flat_noise_warning, steep_start_warning
 
 GIB = 1 << 30
 SIZES = [16, 32, 64]
@@ -241,3 +242,39 @@ def test_a_bend_whose_pieces_do_not_hold_stays_refused(times: list[float]) -> No
     models = fitted(times, BEND_SIZES)
     assert not models.can_manipulate
     assert models.reason
+
+
+STEEP = [2, 8, 16, 32, 64, 128, 256, 512]
+MLP_AT_8 = [1.369, 1.931, 2.132, 2.479, 2.918, 4.202, 6.661, 11.159]  # CPU, session 19
+
+
+def test_a_time_that_falls_faster_at_the_smallest_size_is_joined_by_a_piece() -> None:
+    """A CPU's tiny MLP from 8: 1.37 ms at 2, where the line through 8…512 says 1.80 (1.31×:
+    refused as 'far from the curve'). The line through the others is kept and a straight piece
+    joins the smallest sample to it: exact there, the line from 8 on, the drag on."""
+    models = fitted(MLP_AT_8, STEEP, memory_bound=False)
+    assert models.can_manipulate, models.reason
+    time = models.time
+    assert time.pieces and time.shape == "line" and time.lines[0].end == 8
+    rest = LinearFit.fit(STEEP[1:], MLP_AT_8[1:])
+    assert models.predict_iteration_ms(2) == pytest.approx(1.369, rel=1e-12)
+    for n in (8, 100, 4096):
+        assert models.predict_iteration_ms(n) == pytest.approx(rest(n), rel=1e-12)
+    assert rest(5) > models.predict_iteration_ms(5) > 1.369  # on the piece: between the two
+    assert models.max_throughput >= models.measured_max_throughput
+    assert models.turns(models.max_batch_size())[:2] == [1.0, 8.0]
+    said = steep_start_warning(models)
+    assert said == ("below batch size 8 the iteration time falls faster than the line through "
+                    f"the larger sizes (1.37 ms at 2, where that line says "
+                    f"{format_ms(rest(2))}): predictions there follow a straight piece between "
+                    "them")
+    assert steep_start_warning(fitted(MLP_AT_8[1:], STEEP[1:], memory_bound=False)) is None
+
+
+@pytest.mark.parametrize("first", [
+    0.8,  # 2.25× below the line: a measurement gone wrong, not a step (issue 12)
+    4.0,  # above the line, and no floor: a stall, not a faster step
+])
+def test_a_smallest_sample_off_the_line_otherwise_stays_refused(first: float) -> None:
+    models = fitted([first, *MLP_AT_8[1:]], STEEP, memory_bound=False)
+    assert not models.can_manipulate and "batch size 2" in models.reason, models.reason
