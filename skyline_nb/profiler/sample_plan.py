@@ -131,16 +131,17 @@ def sample_curve(
     whether sizes halfway between measured powers of two follow once the range is measured."""
     found = Samples({user: user_peak}, {user: user_ms})
     start = time.perf_counter()
-    estimated = [0.0]  # what the sizes measured so far were expected to cost (``_cost_at``)
+    estimated = 0.0  # what the sizes measured so far were expected to cost (``_cost_at``)
 
     def peak_at(n: int) -> int:
+        nonlocal estimated
         try:
             peak, ms = measure(n)
         except SizeFailed as exc:
             found.refused.append(exc.refusal)
             raise
         found.times[n] = ms
-        estimated[0] += _cost_at(user_ms, ms, timed_ms)
+        estimated += _cost_at(user_ms, ms, timed_ms)
         return peak
 
     first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
@@ -160,7 +161,7 @@ def sample_curve(
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
         # halves within the budget itself, at what the sizes so far really cost over their
         # estimates (the module's docstring)
-        over = max(1.0, spent_ms / estimated[0]) if estimated[0] > 0 else 1.0
+        over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
         halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
                    if between else None)
         target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway)
