@@ -276,7 +276,9 @@ export function createSamplesPlot({ report, predictor }) {
 
   const noteParts = [`measured at batch ${formatInt(measured[0])}\u2013${formatInt(measured[1])}`];
   const flat = predictor?.launchBoundUpTo;
-  if (positive(flat)) noteParts.push(`launch-bound up to at least ${formatInt(flat)}`);
+  // a GPU's flat time is the host launching kernels; a CPU launches nothing (a fixed cost per step)
+  const flatWhy = report.device?.kind === "cuda" ? "launch-bound" : "time flat";
+  if (positive(flat)) noteParts.push(`${flatWhy} up to at least ${formatInt(flat)}`);
   const asymptote = live ? predictor.asymptoticThroughput : null;
   if (positive(asymptote)) noteParts.push(`asymptote ${formatThroughput(asymptote)}`);
   const keys = [key("point", "measured"), key("user", "your batch")];

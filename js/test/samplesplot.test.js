@@ -206,10 +206,10 @@ describe("the samples plot", () => {
     expect(badAttributes(plot.el)).toEqual([]);
   });
 
-  test("the optional bend and launch-bound fields: drawn when present, absent when not", () => {
+  test("the optional bend and flat-time fields: drawn when present, absent when not", () => {
     const plain = createSamplesPlot({ report: stubReport(), predictor: stub() });
     expect(plain.el.querySelector('[data-skyline="samples-bend"]')).toBe(null);
-    expect(plain.el.textContent).not.toContain("launch-bound");
+    expect(plain.el.textContent).not.toMatch(/launch-bound|time flat/);
     const plot = createSamplesPlot({ report: stubReport(), predictor: stub({ bendBatchSize: 100, launchBoundUpTo: 64 }) });
     const bend = plot.el.querySelectorAll('[data-skyline="samples-bend"]');
     expect(bend).toHaveLength(1); // the time panel's only
@@ -219,10 +219,13 @@ describe("the samples plot", () => {
     // ("bend 138" with the line at 16 over it read "bend 1,138" in a screenshot)
     const marker = bend[0].closest(".sk-samples-panel").querySelector('[data-skyline="samples-marker"]');
     expect(marker.compareDocumentPosition(bend[0]) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
-    expect(plot.el.querySelector('[data-skyline="samples-note"]').textContent).toBe("measured at batch 16\u2013128 \u00b7 launch-bound up to at least 64");
+    // a CPU launches nothing: its flat time is said as such; a GPU's is launch-bound
+    expect(plot.el.querySelector('[data-skyline="samples-note"]').textContent).toBe("measured at batch 16\u2013128 \u00b7 time flat up to at least 64");
+    const gpu = createSamplesPlot({ report: { ...stubReport(), device: { kind: "cuda" } }, predictor: stub({ launchBoundUpTo: 64 }) });
+    expect(gpu.el.querySelector('[data-skyline="samples-note"]').textContent).toBe("measured at batch 16\u2013128 \u00b7 launch-bound up to at least 64");
     const none = createSamplesPlot({ report: stubReport(), predictor: stub({ bendBatchSize: null, launchBoundUpTo: null }) });
     expect(none.el.querySelector('[data-skyline="samples-bend"]')).toBe(null);
-    expect(none.el.textContent).not.toContain("launch-bound");
+    expect(none.el.textContent).not.toMatch(/launch-bound|time flat/);
     expect(badAttributes(plot.el)).toEqual([]);
   });
 });

@@ -211,7 +211,8 @@ def fitted(
         fails_at=fails_above(sampled.refused, first.batch_size),
         fails_below=fails_below(sampled.refused, first.batch_size),
     )
-    warnings.extend(filter(None, [flat_noise_warning(models), steep_start_warning(models)]))
+    warnings.extend(filter(None, [flat_noise_warning(models, dev.kind),
+                                  steep_start_warning(models)]))
     if sampled.reason is None:  # else the reason names the first refusal
         warnings.extend(_refusal_warning(r, first.batch_size, models) for r in sampled.refused)
     warnings.extend(_between_warning(r, sampled.peaks) for r in sampled.between)
@@ -235,15 +236,18 @@ def _between_warning(refusal: Refusal, ran: dict[int, int]) -> str:
     return f"{refusal}, while {below} and {above} ran: other sizes the drag reaches may fail too"
 
 
-def flat_noise_warning(models: PerformanceModels) -> str | None:
+def flat_noise_warning(models: PerformanceModels, device_kind: str) -> str | None:
     """What a flat time taken despite its samples' scatter (``trust.fit_time``) means for the
-    predictions; None for any other curve."""
+    predictions; None for any other curve. A GPU's flat time is launch-bound (the host sets the
+    pace); a CPU launches nothing: its flat time is a fixed cost per step (per-op dispatch, or
+    threads that wait for a CPU at every parallel op on a busy machine: ``threads.py``)."""
     time = models.time
     spread = flat_spread(time) if time is not None and time.shape == FLAT else 0.0
     if spread <= MAX_FLAT_SPREAD:
         return None
     low, high = models.measured_range or (0, 0)
-    return (f"the iteration time does not grow from batch size {low} to {high} (launch-bound), "
+    why = "launch-bound" if device_kind == "cuda" else "a fixed cost per step"
+    return (f"the iteration time does not grow from batch size {low} to {high} ({why}), "
             f"but its samples vary by up to {spread:.0%} around it: predicted times "
             "are that uncertain; re-profile when the machine is quieter")
 

@@ -178,10 +178,13 @@ def test_flat_times_that_scatter_over_a_wide_range_are_launch_bound_not_refused(
     assert models.predict_iteration_ms(100) == pytest.approx(sum(NOISY_FLAT) / 6)
     assert models.max_batch_size() <= 2 * 128  # flat: "up to at least 128", little beyond
     assert models.max_throughput >= models.measured_max_throughput
-    warning = flat_noise_warning(models)
+    warning = flat_noise_warning(models, "cuda")
     assert "from batch size 4 to 128 (launch-bound)" in warning and "up to 16%" in warning
+    # a CPU launches nothing: its flat time is a fixed cost per step
+    assert "to 128 (a fixed cost per step)" in flat_noise_warning(models, "cpu")
     # a flat time within the usual tolerance needs no such sentence
-    assert flat_noise_warning(fitted([7.0, 7.1, 6.95, 7.05, 7.0, 7.02], NOISY_SIZES)) is None
+    assert flat_noise_warning(fitted([7.0, 7.1, 6.95, 7.05, 7.0, 7.02], NOISY_SIZES),
+                              "cuda") is None
 
 
 @pytest.mark.parametrize(
@@ -200,7 +203,7 @@ def test_flat_times_that_scatter_over_a_wide_range_are_launch_bound_not_refused(
 def test_scatter_is_not_called_flat_without_the_evidence(sizes, times) -> None:
     models = fitted(times, sizes)
     assert not models.can_manipulate
-    assert flat_noise_warning(models) is None
+    assert flat_noise_warning(models, "cuda") is None
 
 
 # An LSTM launch-bound on an H100 host, all three profiles of a row (BENCHMARKS.md, session
