@@ -56,6 +56,7 @@ from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import roofline
 from skyline_nb.profiler.samples import sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
+from skyline_nb.profiler.threads import ITERATIONS, faster, one_thread_ms, one_thread_note
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import PeakPlace, Report, WeightEntry
@@ -110,9 +111,11 @@ def profile(
         try:
             reporter.iteration_ms = level1.iteration_ms
             warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
+            # at one thread as busy a moment as the headline's, before the samples
+            unsettled = None if level1.converged else _unsettled(level1, warm, dev, reporter)
             sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
-            if not level1.converged:
-                warnings.append(_unsettled(level1, dev))
+            if unsettled is not None:  # a measured speed-up is the note to read first
+                warnings.insert(0 if unsettled[1] else len(warnings), unsettled[0])
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.samples = [level1.sample()]
             if sampled is not None:
@@ -126,25 +129,24 @@ def profile(
     return report
 
 
-def _unsettled(level1: IterationResult, dev: Device) -> str:
-    """The machine stayed busy while the headline was timed. On CPU with several torch threads
-    each parallel op waits for its slowest thread, and a thread that lost its core waits a
-    whole time slice: under one competing process the example MLP ran 1–2 ms or ~176 ms an
-    iteration at 2 threads on 2 cores (BENCHMARKS.md, session 7), 0.25 ms at one (issue 12).
-    Say so, and what to try."""
+def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
+               reporter: Reporter) -> tuple[str, bool]:
+    """The machine stayed busy while the headline was timed: say so, and on CPU with several
+    torch threads, what one thread does to the same step (``threads.py``: beside one busy
+    process a kernel's two threads on two cores can run 13× slower than one). Returns the note
+    and whether it leads the others (one thread measured faster)."""
     timing = level1.timing
     text = (
         f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU: the step "
         "time may be higher than on a quiet machine"
     )
     threads = torch.get_num_threads()
-    if dev.kind == "cpu" and threads > 1:
-        text += (
-            f"; with {threads} torch threads each op waits for its slowest thread, so on a "
-            "machine this busy torch.set_num_threads(1) may run your loop faster (profile "
-            "again after setting it to compare)"
-        )
-    return text
+    if dev.kind != "cpu" or threads < 2:
+        return text, False
+    reporter.stage("timing the step at one torch thread, to compare", ITERATIONS + 1)
+    one_ms = one_thread_ms(warm.trial.step, dev, level1.iteration_ms)
+    return (f"{text}; {one_thread_note(threads, level1.iteration_ms, one_ms)}",
+            faster(one_ms, level1.iteration_ms))
 
 
 def _instrumented(

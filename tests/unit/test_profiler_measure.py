@@ -7,11 +7,9 @@ import torch
 
 from skyline_nb.examples import mlp
 from skyline_nb.profiler import measure_iteration
-from skyline_nb.profiler.device import CPUOutOfMemoryError, resolve_device
-from skyline_nb.profiler.iteration import IterationResult
+from skyline_nb.profiler.device import CPUOutOfMemoryError
 from skyline_nb.profiler.memory import LiveStorageTracker
-from skyline_nb.profiler.session import _unsettled, profile
-from skyline_nb.profiler.timing import Timing
+from skyline_nb.profiler.session import profile
 from skyline_nb.report import NodeKind, Sample
 from skyline_nb.report_checks import impossible_values
 
@@ -248,22 +246,3 @@ def test_op_times_a_busier_machine_inflated_are_scaled_to_the_headline(monkeypat
     ops = [n for n in report.tree.walk() if n.kind == NodeKind.OP]
     reported = sorted(n.total_ms / report.iteration_ms for n in ops)
     assert reported == pytest.approx(sorted(shares[-1]), abs=1e-5)
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-def test_a_headline_timed_on_a_busy_machine_says_so_and_names_the_thread_count(threads):
-    """Beyond one thread the warning suggests one: under a competing process each parallel op
-    waits for its slowest thread (the MLP: ~176 ms an iteration at 2 threads, 0.25 ms at 1)."""
-    timing = Timing()
-    timing.add([1.0, 1.1], waited=True)
-    timing.add([176.0], waited=True)
-    level1 = IterationResult(16, 1.1, 1 << 20, timing, converged=False)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        text = _unsettled(level1, resolve_device("cpu"))
-    finally:
-        torch.set_num_threads(before)
-    assert text.startswith("3 of 3 timed steps waited for a busy CPU")
-    assert ("torch.set_num_threads(1)" in text) == (threads > 1)
-    assert (f"with {threads} torch threads" in text) == (threads > 1)
