@@ -74,7 +74,7 @@ class LiveWidget(SkylineWidget):
     """A ``SkylineWidget`` that a ``LiveProfile`` serves: it answers the front end's commands.
 
     ``progress``: while a profile runs, the stage that started last, ``{stage, done (0..1),
-    elapsed_s, remaining_s (None until estimated)}``; after a run stopped by an interrupt,
+    elapsed_s, remaining_s (None until estimated), notice}``; after a run stopped by an interrupt,
     ``{cancelled: True, stage, elapsed_s}``; ``{}`` otherwise.
     """
 
@@ -200,7 +200,7 @@ class LiveProfile:
             if progress.timed:  # a message now lands in timed iterations (``Progress.timed``)
                 return
             self.widget.progress = {"stage": progress.stage, "done": progress.done,
-                                    "elapsed_s": progress.elapsed_s,
+                                    "elapsed_s": progress.elapsed_s, "notice": progress.notice,
                                     "remaining_s": progress.remaining_s}
             if text is not None:
                 text(progress)

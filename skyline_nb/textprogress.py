@@ -3,7 +3,8 @@
 ``TextProgress(stream)`` is a ``progress=`` callback for ``skyline_nb.profile``. On a terminal it
 keeps one line, rewritten in place as each stage starts (carriage return, cut to the terminal's
 width so it never wraps) and ended by ``close()``; elsewhere (a pipe, a log file) each stage is
-a line of its own, so nothing is overwritten. Durations read as in the widget (``progress.js``).
+a line of its own, so nothing is overwritten. A notice (``Progress.notice``) is written once, on
+a line of its own. Durations read as in the widget (``progress.js``).
 """
 
 from __future__ import annotations
@@ -49,10 +50,15 @@ class TextProgress:
         isatty = getattr(stream, "isatty", None)
         self.in_place = bool(isatty and isatty())
         self._open = False  # a line written in place and not ended yet
+        self._notice: str | None = None  # the last notice written
 
     def __call__(self, progress: Progress) -> None:
         if progress.timed:  # a terminal on the same cores redraws too (``Progress.timed``)
             return
+        if progress.notice and progress.notice != self._notice:  # once, on a line of its own
+            self.close()
+            self.stream.write(self.prefix + progress.notice + "\n")
+            self._notice = progress.notice
         line = self.prefix + format_progress(progress, bar=self.in_place)
         if self.in_place:
             width = shutil.get_terminal_size().columns - 1

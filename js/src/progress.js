@@ -1,9 +1,11 @@
 // The widget's status while its kernel works for it: what it does (the `status` trait), the
 // profile's stage, the time elapsed and an estimate of the time left (the `progress` trait,
-// set by the kernel as each stage starts: {stage, done, elapsed_s, remaining_s}), a bar, and
-// Cancel. Between stage starts the clock and the bar move on here, at the pace of the estimate;
-// the bar never moves back within a run and stops short of the end until the run ends. After an
-// interrupted run (`progress` {cancelled, stage, elapsed_s}) it says "Cancelled".
+// set by the kernel as each stage starts: {stage, done, elapsed_s, remaining_s, notice}), a bar,
+// a notice the user may act on before the run ends (one torch thread measured far faster on a
+// busy machine), and Cancel. Between stage starts the clock and the bar move on here, at the
+// pace of the estimate; the bar never moves back within a run and stops short of the end until
+// the run ends. After an interrupted run (`progress` {cancelled, stage, elapsed_s}) it says
+// "Cancelled".
 //
 // Nothing here animates: the clock's text and the bar change once a second, and that is all the
 // browser redraws. A spinner and a bar easing between ticks redrew the page at its frame rate for
@@ -69,10 +71,13 @@ export function createProgress({ model, el, signal }) {
   const stage = h("span", { class: "sk-progress-stage", data: { skyline: "progress-stage" }, attrs: { "aria-live": "polite" } });
   const clock = h("span", { class: "sk-progress-clock", data: { skyline: "progress-clock" } });
   const problem = h("div", { class: "sk-cancel-problem", data: { skyline: "cancel-problem" }, attrs: { role: "alert", hidden: "" } });
+  // what the user may act on before the run ends (one torch thread measured far faster)
+  const notice = h("div", { class: "sk-progress-notice", data: { skyline: "progress-notice" }, attrs: { role: "status", hidden: "" } });
   const status = h("div", { class: "sk-status", data: { skyline: "status" }, attrs: { hidden: "" } }, [
     h("div", { class: "sk-status-line" }, [text, cancel]),
     bar,
     h("div", { class: "sk-progress-detail" }, [stage, clock]),
+    notice,
     problem,
   ]);
   const cancelled = h("div", { class: "sk-cancelled", data: { skyline: "cancelled" }, attrs: { role: "status", hidden: "" } });
@@ -137,6 +142,9 @@ export function createProgress({ model, el, signal }) {
     status.hidden = false;
     cancel.hidden = !isLive(model);
     setText(text, model.get("status"));
+    const said = typeof p.notice === "string" && !p.cancelled ? p.notice : "";
+    notice.hidden = !said;
+    setText(notice, said);
     tick();
     timer ??= setInterval(tick, TICK_MS);
   }

@@ -86,6 +86,26 @@ describe("the widget while its kernel profiles", () => {
     expect(q("cancelled").hidden).toBe(true);
   });
 
+  test("a notice the kernel sends stays shown, as text, until the run ends", () => {
+    const { model, q } = mount();
+    model.set("status", STATUS);
+    model.set("progress", { stage: "timing an iteration", done: 0.1, elapsed_s: 9, remaining_s: 60 });
+    expect(q("progress-notice").hidden).toBe(true);
+    const notice = "One torch thread ran this step 15.9\u00d7 faster on this busy machine (243 ms against 3.87 s). <b>Cancel</b>";
+    model.set("progress", { stage: "measuring batch size 16", done: 0.2, elapsed_s: 12, remaining_s: 60, notice });
+    expect(q("progress-notice").hidden).toBe(false);
+    expect(q("progress-notice").textContent).toBe(notice);
+    expect(q("progress-notice").querySelector("b")).toBe(null);
+    model.set("progress", { stage: "timing each op (run 1)", done: 0.8, elapsed_s: 50, remaining_s: 9, notice });
+    expect(q("progress-notice").textContent).toBe(notice);
+    model.set("status", "");
+    model.set("progress", {});
+    expect(q("status").hidden).toBe(true);
+    model.set("status", STATUS);
+    model.set("progress", { stage: "building the model and timing an iteration", done: 0, elapsed_s: 0.1, remaining_s: null });
+    expect(q("progress-notice").hidden).toBe(true); // a new run starts without it
+  });
+
   test("a measurement has no stages: the status and its clock", async () => {
     const { model, q } = mount();
     model.set("status", "Measuring at batch size 48\u2026");

@@ -35,6 +35,9 @@ class Progress:
     remaining_s: float | None
     # iterations are timed as the stage starts: a display draws nothing now (the module doc)
     timed: bool = False
+    # what the user may act on before the profile ends (one torch thread measured far faster
+    # on a busy machine: ``threads.py``), shown until it ends; None: nothing
+    notice: str | None = None
 
 
 class Reporter:
@@ -50,6 +53,7 @@ class Reporter:
         self.total = EXPECTED_ITERATIONS if predict else EXPECTED_WITHOUT_SAMPLES
         self.done = 0.0
         self.iteration_ms: float | None = None
+        self.notice: str | None = None  # carried by every later ``Progress``
         self.started = time.perf_counter()
         self._displaying_s = 0.0  # spent in the callback (a notebook waits for its browser)
         self._pending = 0.0
@@ -87,5 +91,6 @@ class Reporter:
         if self.iteration_ms is not None:
             remaining = (self.total - self.done) * self.iteration_ms / 1000.0
         began = time.perf_counter()
-        self.callback(Progress(text, min(share, 1.0), began - self.started, remaining, timed))
+        self.callback(Progress(text, min(share, 1.0), began - self.started, remaining, timed,
+                               self.notice))
         self._displaying_s += time.perf_counter() - began

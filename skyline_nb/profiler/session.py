@@ -56,7 +56,13 @@ from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import roofline
 from skyline_nb.profiler.samples import sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
-from skyline_nb.profiler.threads import ITERATIONS, faster, one_thread_ms, one_thread_note
+from skyline_nb.profiler.threads import (
+    ITERATIONS,
+    faster,
+    one_thread_ms,
+    one_thread_note,
+    one_thread_notice,
+)
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import PeakPlace, Report, WeightEntry
@@ -145,8 +151,10 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
         return text, False
     reporter.stage("timing the step at one torch thread, to compare", ITERATIONS + 1)
     one_ms = one_thread_ms(warm.trial.step, dev, level1.iteration_ms)
-    return (f"{text}; {one_thread_note(threads, level1.iteration_ms, one_ms)}",
-            faster(one_ms, level1.iteration_ms))
+    leads = faster(one_ms, level1.iteration_ms)
+    if leads:  # said at once too: the rest of the profile may take minutes at this pace
+        reporter.notice = one_thread_notice(threads, level1.iteration_ms, one_ms)
+    return f"{text}; {one_thread_note(threads, level1.iteration_ms, one_ms)}", leads
 
 
 def _instrumented(

@@ -79,3 +79,15 @@ def one_thread_note(threads: int, headline_ms: float, one_ms: float) -> str:
         f"at one thread the same step took {format_ms(one_ms)}, no faster than at {threads} "
         "threads: the threads are not what makes it slow"
     )
+
+
+def one_thread_notice(threads: int, headline_ms: float, one_ms: float) -> str:
+    """What the progress display says while the rest of the profile runs, once one thread was
+    measured ``faster``: the profile may take minutes at the user's threads on such a machine
+    (a GPT-2-style step of 4.3 s: 149 s), and the user can stop it and measure one thread."""
+    return (
+        f"One torch thread ran this step {headline_ms / one_ms:.1f}× faster on this busy "
+        f"machine ({format_ms(one_ms)} against {format_ms(headline_ms)}). The profile goes on "
+        f"at {threads} threads, as your loop runs now; to measure one thread instead, Cancel, "
+        "call torch.set_num_threads(1) and profile again."
+    )

@@ -27,7 +27,8 @@ PROVIDER = "def skyline_input_provider(batch_size=32):\n    return (batch_size,)
 STAGES = [
     Progress("building the model and timing an iteration", 0.0, 0.1, None),
     Progress("timing batch size 64, 128", 0.4, 2.0, 3.0),
-    Progress("timing each op (run 1)", 0.8, 4.0, 1.0),
+    Progress("timing each op (run 1)", 0.8, 4.0, 1.0,
+             notice="One torch thread ran this step 15.9× faster"),
 ]
 
 
@@ -73,8 +74,9 @@ def test_each_stage_reaches_the_front_end_while_the_profile_runs(sent, monkeypat
     live.run()
     assert [seen[-1]["stage"] for seen in staged.seen] == [s.stage for s in STAGES]
     assert staged.seen[1][-1] == {"stage": "timing batch size 64, 128", "done": 0.4,
-                                  "elapsed_s": 2.0, "remaining_s": 3.0}
+                                  "elapsed_s": 2.0, "remaining_s": 3.0, "notice": None}
     assert staged.seen[0][-1]["remaining_s"] is None
+    assert staged.seen[2][-1]["notice"] == STAGES[2].notice
     assert (live.widget.status, live.widget.progress, live.widget.error) == ("", {}, "")
     assert live.widget.report["batch_size"] == 32
 
@@ -122,7 +124,7 @@ class Shell:
         self.kernel = kernel
 
 
-@pytest.mark.parametrize(("kernel", "lines"), [(None, 3), (object(), 0)])
+@pytest.mark.parametrize(("kernel", "lines"), [(None, 4), (object(), 0)])
 def test_a_text_line_only_in_an_ipython_without_a_kernel(sent, monkeypatch, capsys, kernel,
                                                           lines):
     monkeypatch.setattr(IPython, "get_ipython", lambda: Shell(kernel))
@@ -131,6 +133,7 @@ def test_a_text_line_only_in_an_ipython_without_a_kernel(sent, monkeypatch, caps
     assert len(out) == lines
     if lines:
         assert out[1] == " 40% timing batch size 64, 128 · 2 s elapsed · about 3 s left"
+        assert out[2] == STAGES[2].notice  # once, before the stage that first carries it
 
 
 class Loop:

@@ -31,7 +31,12 @@ from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.providers import build_trial
 from skyline_nb.profiler.session import _unsettled, profile
-from skyline_nb.profiler.threads import ITERATIONS, one_thread_ms, one_thread_note
+from skyline_nb.profiler.threads import (
+    ITERATIONS,
+    one_thread_ms,
+    one_thread_note,
+    one_thread_notice,
+)
 from skyline_nb.profiler.timing import Timing
 from skyline_nb.report_checks import impossible_values
 
@@ -82,6 +87,13 @@ def test_the_count_comes_back_when_the_step_raises(two_threads) -> None:
     assert torch.get_num_threads() == 2
 
 
+def test_the_notice_says_the_speed_up_and_how_to_measure_one_thread() -> None:
+    notice = one_thread_notice(2, headline_ms=3870.0, one_ms=243.0)
+    assert notice.startswith("One torch thread ran this step 15.9× faster on this busy machine "
+                             "(243 ms against 3.87 s). The profile goes on at 2 threads")
+    assert notice.endswith("Cancel, call torch.set_num_threads(1) and profile again.")
+
+
 def test_the_note_says_a_speed_up_and_the_call_or_that_one_thread_is_no_faster() -> None:
     faster = one_thread_note(2, headline_ms=4000.0, one_ms=310.0)
     assert faster.startswith("at one thread the same step took 310 ms instead of 4 s, 12.9× ")
@@ -104,8 +116,9 @@ def test_a_headline_timed_on_a_busy_machine_says_so_and_what_one_thread_does(thr
     warm = WarmTrial(build_trial(run.providers, 16, CPU), CPU, lambda n: None, level1)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
+    reporter = Reporter(None, predict=False)
     try:
-        text, leads = _unsettled(level1, warm, CPU, Reporter(None, predict=False))
+        text, leads = _unsettled(level1, warm, CPU, reporter)
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
@@ -113,6 +126,8 @@ def test_a_headline_timed_on_a_busy_machine_says_so_and_what_one_thread_does(thr
     assert ("; at one thread the same step took " in text) == (threads > 1)
     assert leads == ("× faster" in text)  # a 176 ms headline of a sub-ms step: it leads
     assert leads == (threads > 1)
+    # said while the profile goes on, too: the progress display shows it until the end
+    assert (reporter.notice or "").startswith("One torch thread ran this step ") == leads
 
 
 @pytest.mark.slow
