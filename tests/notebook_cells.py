@@ -34,6 +34,38 @@ def skyline_iteration_provider(model):
 '''
 
 
+def gpt2_cell(batch_size: int, seq: int, **config: int) -> str:
+    """One cell with the three providers of a Hugging Face GPT-2 built from a small config
+    (``config``: ``GPT2Config``'s arguments; no download), trained with AdamW on its own
+    language-model loss over ``seq`` tokens; ``batch_size`` is the input provider's default,
+    the literal a drag rewrites."""
+    settings = ", ".join(f"{name}={value}" for name, value in config.items())
+    return f'''import torch
+import transformers
+
+config = transformers.GPT2Config({settings})
+
+
+def skyline_model_provider():
+    return transformers.GPT2LMHeadModel(config)
+
+
+def skyline_input_provider(batch_size={batch_size}):
+    return (torch.randint(0, config.vocab_size, (batch_size, {seq})),)
+
+
+def skyline_iteration_provider(model):
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def iteration(ids):
+        optimizer.zero_grad()
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer.step()
+
+    return iteration
+'''
+
+
 # A model small enough that profiling it (with predictions) takes seconds on 2 cores.
 SMALL_PROFILED_CELL = "%%skyline --device cpu\n" + mlp_cell(32, 64, 8, 16)
 

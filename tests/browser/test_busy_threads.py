@@ -23,35 +23,13 @@ import subprocess
 import sys
 
 import pytest
+from notebook_cells import gpt2_cell
 from playwright.sync_api import expect
 from test_cell_edit import _part
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 
-PROVIDERS = '''import torch
-from transformers import GPT2Config, GPT2LMHeadModel
-
-config = GPT2Config(n_layer=2, n_head=4, n_embd=256, vocab_size=5000, n_positions=128)
-print("threads before", torch.get_num_threads())
-
-
-def skyline_model_provider():
-    return GPT2LMHeadModel(config)
-
-
-def skyline_input_provider(batch_size=8):
-    return (torch.randint(0, config.vocab_size, (batch_size, 64)),)
-
-
-def skyline_iteration_provider(model):
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-
-    def iteration(ids):
-        opt.zero_grad()
-        model(input_ids=ids, labels=ids).loss.backward()
-        opt.step()
-
-    return iteration'''
+PROVIDERS = gpt2_cell(8, 64, vocab_size=5000, n_positions=128, n_embd=256, n_layer=2, n_head=4)
 SPIN = "import time\nend = time.time() + 600\nwhile time.time() < end: pass"
 RATIO = re.compile(r"(\d+(?:\.\d+)?)× faster")
 # Resolves to "notice" once the notice is shown, "done" once the profile ended without it
@@ -71,6 +49,7 @@ def test_beside_a_busy_process_the_one_thread_notice_comes_while_the_profile_run
     spinner = subprocess.Popen([sys.executable, "-c", SPIN], start_new_session=True)
     try:
         notebook.write("busy-threads.ipynb", {
+            "before": "import torch\nprint('threads before', torch.get_num_threads())",
             "providers": PROVIDERS,
             "profile": "%load_ext skyline_nb\n%skyline",
             "after": "print('threads after', torch.get_num_threads())",

@@ -12,32 +12,13 @@ import json
 
 import nbformat
 import pytest
-from notebook_cells import run_notebook
+from notebook_cells import gpt2_cell, run_notebook
 
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.integration
 
-USER_CELL = '''\
-import torch
-import transformers
-
-config = transformers.GPT2Config(vocab_size=1000, n_positions=32, n_embd=64, n_layer=2,
-                                 n_head=4, bos_token_id=0, eos_token_id=0)
-
-def skyline_model_provider():
-    return transformers.GPT2LMHeadModel(config)
-
-def skyline_input_provider(batch_size=12):
-    return (torch.randint(0, 1000, (batch_size, 32)),)
-
-def skyline_iteration_provider(model):
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    def iteration(ids):
-        optimizer.zero_grad()
-        model(input_ids=ids, labels=ids).loss.backward()
-        optimizer.step()
-    return iteration
-'''
+USER_CELL = gpt2_cell(12, 32, vocab_size=1000, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+                      bos_token_id=0, eos_token_id=0)
 
 # On a 2-core machine shared with the server, a profile's samples can scatter too much to trust
 # (the widget then turns dragging off and says so); a newcomer profiles once more, as it asks.
