@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from spinner import described, spinning
 from trust import MODELS, plain_median
 
 NOTE = re.compile(r"at one thread the same step took ([\d.]+) (µs|ms|s)\b")
@@ -59,17 +59,12 @@ def main() -> None:
     import skyline_nb
 
     threads = torch.get_num_threads()
-    print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {threads} threads, one "
-          f"spinning process {'in its own session' if args.apart else 'in this session'}")
+    print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {threads} threads, "
+          f"{described(args.apart)}")
     print("| model | round | plain ms | plain ms, 1 thread | headline ms | note: 1 thread ms "
           "| note speed-up | loops' speed-up | plain ms after | profile s | threads back |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    # bounded: it ends by itself after an hour even if this script is killed
-    competitor = subprocess.Popen(
-        [sys.executable, "-c", "import time\nend = time.time() + 3600\n"
-         "while time.time() < end: pass"], start_new_session=args.apart)
-    time.sleep(0.5)
-    try:
+    with spinning(args.apart):
         for name in args.models:
             module = importlib.import_module(f"skyline_nb.examples.{name}")
             providers = (module.skyline_model_provider, module.skyline_input_provider,
@@ -92,10 +87,6 @@ def main() -> None:
                       f"{report.iteration_ms:.2f} | {noted} | {speedup} | "
                       f"{(plain + after) / 2 / plain_one:.1f}× | {after:.2f} | {wall:.1f} | "
                       f"{'yes' if back else 'NO'} |", flush=True)
-    finally:
-        competitor.kill()
-        competitor.wait()
-
 
 if __name__ == "__main__":
     main()

@@ -7,15 +7,18 @@ the median of 30), then ``--repeats`` profiles with a progress callback that rec
 stage starts. A stage's cost is the time to the next stage's start; printed per stage kind
 (numbers stripped: "timing each op (run N)" adds up over N) as the median over the profiles, in
 milliseconds and in plain iterations. ``--cprofile K`` also prints the K functions with the most
-own time over one more profile of each model (where the host spends it).
+own time over one more profile of each model (where the host spends it). ``--load`` runs it
+all beside one spinning process (``spinner.py``; ``--apart``: in a session of its own).
 
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --repeats 3
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --load
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import itertools
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuda_headline import plain_loop_ms
 from prediction_accuracy import providers
+from spinner import spinning
 
 import skyline_nb
 from skyline_nb.report import Report
@@ -77,25 +81,34 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cprofile", type=int, default=0, metavar="K")
+    parser.add_argument("--load", action="store_true", help="one competing spinning process")
+    parser.add_argument("--apart", action="store_true",
+                        help="with --load: the competitor in a session of its own")
     args = parser.parse_args()
-    for pair in args.models:
-        name, batch = pair.split(":")
-        provs, _ = providers(name, args.device, "stock")
-        stage_costs(provs, int(batch), args.device)  # a process's first profile: imports, caches
-        plain = plain_loop_ms(provs, int(batch), args.device)
-        runs = [stage_costs(provs, int(batch), args.device) for _ in range(args.repeats)]
-        walls = [wall for _, wall, _ in runs]
-        print(
-            f"\n{name}@{batch} on {args.device}: plain loop {plain:.2f} ms; profile "
-            f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
-            f"iterations (median of {len(runs)})"
-        )
-        for kind in dict.fromkeys(k for costs, _, _ in runs for k in costs):
-            ms = statistics.median(costs.get(kind, 0.0) for costs, _, _ in runs)
-            print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")
-        if args.cprofile:
-            print(own_time(provs, int(batch), args.device, args.cprofile))
+    with spinning(args.apart) if args.load else contextlib.nullcontext():
+        for pair in args.models:
+            stage_report(pair, args.device, args.repeats, args.cprofile)
 
+
+def stage_report(pair: str, device: str, repeats: int, cprofile: int) -> None:
+    """Print one model:batch pair's cost by stage (median over ``repeats`` profiles)."""
+    name, size = pair.split(":")
+    batch = int(size)
+    provs, _ = providers(name, device, "stock")
+    stage_costs(provs, batch, device)  # a process's first profile: imports, caches
+    plain = plain_loop_ms(provs, batch, device)
+    runs = [stage_costs(provs, batch, device) for _ in range(repeats)]
+    walls = [wall for _, wall, _ in runs]
+    print(
+        f"\n{name}@{batch} on {device}: plain loop {plain:.2f} ms; profile "
+        f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
+        f"iterations (median of {len(runs)})"
+    )
+    for kind in dict.fromkeys(k for costs, _, _ in runs for k in costs):
+        ms = statistics.median(costs.get(kind, 0.0) for costs, _, _ in runs)
+        print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")
+    if cprofile:
+        print(own_time(provs, batch, device, cprofile))
 
 if __name__ == "__main__":
     main()

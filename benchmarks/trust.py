@@ -4,7 +4,9 @@ For each example model and batch size, each ROUND measures, in this process: a p
 loop's median iteration at the user's batch (the truth a user lives by: wall clock, a warm model,
 ``--plain`` iterations), then ``skyline_nb.profile`` (wall time, iteration, untracked time),
 then plain-loop medians at held-out sizes 1.5×, 2×, 3× and 4× the batch, which the profile's
-time line must predict. With ``--load`` one competing process spins on a core throughout.
+time line must predict. With ``--load`` one competing process spins on a core throughout, in
+this script's session, or with ``--apart`` in a session of its own, as a notebook kernel meets
+any other busy program (``spinner.py``).
 
 Printed per model and batch (medians over rounds, plus the worst single profile):
 - iter %: the profile's iteration vs the plain loop's median (bar: ±10 % quiet, ±15 % loaded;
@@ -25,19 +27,23 @@ Printed per model and batch (medians over rounds, plus the worst single profile)
 
     python benchmarks/trust.py                      # default threads, quiet
     python benchmarks/trust.py --threads 1 --load   # one thread, a competing process
+    python benchmarks/trust.py --load --apart        # the competitor in a session of its own
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from spinner import described, spinning
 
 MODELS = ("mlp", "cnn", "transformer", "lstm")
 HELD_OUT = (1.5, 2.0, 3.0, 4.0)
@@ -125,6 +131,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="default: torch's own")
     parser.add_argument("--plain", type=int, default=15, help="iterations per plain loop")
     parser.add_argument("--load", action="store_true", help="one competing spinning process")
+    parser.add_argument("--apart", action="store_true",
+                        help="with --load: the competitor in a session of its own")
     args = parser.parse_args()
     import torch
 
@@ -133,16 +141,11 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {torch.get_num_threads()} "
-          f"threads, load={'one spinning process' if args.load else 'none'}")
+          f"threads, load={described(args.apart) if args.load else 'none'}")
     print("| model | batch | iter % | untracked % | pred % | mem % | noise % | cost (iters) "
           "| wall s | impossible | bracket % | drift % |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    competitor = None
-    if args.load:  # bounded: it ends by itself after an hour even if this script is killed
-        competitor = subprocess.Popen(
-            [sys.executable, "-c", "import time\nend = time.time() + 3600\n"
-             "while time.time() < end: pass"])
-    try:
+    with spinning(args.apart) if args.load else contextlib.nullcontext():
         for name in args.models:
             module = importlib.import_module(f"skyline_nb.examples.{name}")
             providers = (module.skyline_model_provider, module.skyline_input_provider,
@@ -155,9 +158,6 @@ def main() -> None:
                       f"{summary(rows, 'mem')} | {noise(rows)} | {summary(rows, 'cost')} | "
                       f"{summary(rows, 'wall')} | {int(sum(r['impossible'] for r in rows))} | "
                       f"{summary(rows, 'bracket')} | {summary(rows, 'drift')} |", flush=True)
-    finally:
-        if competitor is not None:
-            competitor.kill()
 
 
 if __name__ == "__main__":

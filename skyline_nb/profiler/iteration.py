@@ -81,8 +81,13 @@ class IterationResult:
         return 1000.0 * self.batch_size / self.iteration_ms if self.iteration_ms > 0 else 0.0
 
     @property
-    def waited_iterations(self) -> int:
-        return self.timing.waited_count
+    def waited(self) -> bool:
+        """The steps timed here waited for a CPU: too few quiet ones came (not ``converged``),
+        or most of them waited (``Timing.busy``: the median is then of waited steps, the pace
+        of the busy machine). The issue's MLP at 2 threads beside a spinner of its own session:
+        17-24 of 22-29 steps waited, yet the 5 quiet ones settled the timing, at 6.4-6.9 ms where
+        one thread ran the step in 2.8-3.2 ms (BENCHMARKS.md, session 25)."""
+        return not self.converged or self.timing.busy
 
     def sample(self) -> Sample:
         return Sample(self.batch_size, self.iteration_ms, self.peak_bytes)
@@ -210,7 +215,7 @@ class WarmTrial:
         try:
             for _ in range(untimed):
                 trial.step()
-            return time_steps(trial.step, self.device, precision)
+            return time_steps(trial.step, self.device, precision, busy=self.user.timing.busy)
         finally:
             trial.use_inputs(self.user_inputs)
 

@@ -118,7 +118,7 @@ def profile(
             reporter.iteration_ms = level1.iteration_ms
             warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
             # at one thread as busy a moment as the headline's, before the samples
-            unsettled = None if level1.converged else _unsettled(level1, warm, dev, reporter)
+            unsettled = _unsettled(level1, warm, dev, reporter) if level1.waited else None
             sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if unsettled is not None:  # a measured speed-up is the note to read first
                 warnings.insert(0 if unsettled[1] else len(warnings), unsettled[0])
@@ -203,7 +203,7 @@ def _instrumented(
             f"({format_ms(level1.iteration_ms)}): timing overhead; the shares are still right"
         )
     elif (untracked_ms > UNTRACKED_TOLERANCE * level1.iteration_ms
-          and 2 * level1.waited_iterations > len(level1.timing.ms)):
+          and level1.timing.busy):
         warnings.append(
             f"the machine was busy: much of the {format_ms(untracked_ms)} not matched to an op "
             "is waiting for a CPU"

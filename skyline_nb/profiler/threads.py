@@ -40,23 +40,35 @@ FASTER = 1.25
 
 def one_thread_ms(step: Callable[[], Any], device: Device, headline_ms: float) -> float:
     """``step``'s time at one torch thread: the median of at least ``ITERATIONS`` over at least
-    ``TIMED_MS``, after untimed ones for ``SETTLE_MS``; or the first step's alone when it took
-    more than ``SLOWER`` × ``headline_ms`` (one thread is then no faster, even allowing for the
-    workers' spin in that first step, and more of it would cost more than the comparison
-    tells)."""
+    ``TIMED_MS``, after untimed ones for ``SETTLE_MS``; or, when a step took more than
+    ``SLOWER`` × ``headline_ms`` even once settled, the faster of the first two alone (one
+    thread is then no faster, and more of it would cost more than the comparison tells). The
+    first step alone does not decide: the idle workers' spin inflated it to 6.1 ms beside a
+    spinner of the same session, where a plain loop at one thread ran the step in 0.8 ms."""
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
         began = time.perf_counter()
-        first = timed_chunk(step, device, 1)[0][0]
+        first = _timed_once(step, device)
+        _settle(step, began)
         if first > SLOWER * headline_ms:
-            return first
-        while 1000 * (time.perf_counter() - began) < SETTLE_MS:
-            step()
+            first = min(first, _timed_once(step, device))
+            if first > SLOWER * headline_ms:
+                return first
         count = max(ITERATIONS, math.ceil(TIMED_MS / max(first, 1e-3)))
         return statistics.median(timed_chunk(step, device, count)[0])
     finally:
         torch.set_num_threads(threads)
+
+
+def _timed_once(step: Callable[[], Any], device: Device) -> float:
+    return timed_chunk(step, device, 1)[0][0]
+
+
+def _settle(step: Callable[[], Any], began: float) -> None:
+    """Untimed steps until ``SETTLE_MS`` have passed since ``began``."""
+    while 1000 * (time.perf_counter() - began) < SETTLE_MS:
+        step()
 
 
 def faster(one_ms: float, headline_ms: float) -> bool:

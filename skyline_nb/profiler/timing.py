@@ -90,12 +90,13 @@ class Timing:
     def waited_count(self) -> int:
         return sum(self.waited)
 
-    def settled(self, precision: Precision) -> bool:
-        """Enough quiet iterations over enough time (fewer than 3 must agree within AGREE)."""
-        quiet = self.quiet()
-        if len(quiet) < 3 and quiet and max(quiet) > (1 + AGREE) * min(quiet):
+    def settled(self, precision: Precision, busy: bool = False) -> bool:
+        """Enough quiet iterations over enough time (fewer than 3 must agree within AGREE);
+        with ``busy`` every iteration counts, as in ``result``'s median."""
+        counted = self.ms if busy else self.quiet()
+        if len(counted) < 3 and counted and max(counted) > (1 + AGREE) * min(counted):
             return False
-        return len(quiet) >= precision.min_iterations and sum(self.ms) >= precision.min_ms
+        return len(counted) >= precision.min_iterations and sum(self.ms) >= precision.min_ms
 
     @property
     def busy(self) -> bool:
@@ -115,12 +116,17 @@ class Timing:
         return statistics.median(quiet if len(quiet) >= enough and not busy else self.ms)
 
 
-def time_steps(step: Callable[[], Any], device: Device, precision: Precision) -> Timing:
+def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
+               busy: bool = False) -> Timing:
     """Step and time single iterations, in chunks of about ``CHUNK_MS`` (at least the device's
     ``min_chunk`` iterations), until ``precision`` is met or its patience runs out (iterations
-    that waited count against it)."""
+    that waited count against it). ``busy``: the result will be the median of every iteration
+    (a sample after a headline whose steps mostly waited), so waiting for quiet ones buys
+    nothing: every iteration counts towards ``precision`` (beside a spinner of the same session
+    the samples waited out their patience, 5 iterations each, and took 26-37 of the user's
+    iterations against a budget of 13; BENCHMARKS.md, session 25)."""
     timing, fewest = Timing(), device.min_chunk
-    while _pending(timing, precision):
+    while _pending(timing, precision, busy):
         n = chunk_after(statistics.median(timing.ms), fewest) if timing.ms else fewest
         times, fraction = timed_chunk(step, device, n)
         timing.add(times, fraction > QUIET_WAIT)
@@ -134,9 +140,9 @@ def chunk_after(iteration_ms: float, fewest: int) -> int:
     return max(fewest, min(MAX_CHUNK, math.ceil(CHUNK_MS / iteration_ms)))
 
 
-def _pending(timing: Timing, precision: Precision) -> bool:
+def _pending(timing: Timing, precision: Precision, busy: bool) -> bool:
     """Not settled, and the patience is not spent."""
-    if timing.settled(precision):
+    if timing.settled(precision, busy):
         return False
     return not timing.ms or sum(timing.ms) < _patience(precision, statistics.median(timing.ms))
 

@@ -190,16 +190,17 @@ def test_a_capacity_caps_the_flat_extension_at_what_memory_allows() -> None:
 
 
 def scripted_warm_trial(monkeypatch, step: Callable[[], None], state: dict,
-                        ms: Callable[[], float]) -> tuple[Any, Any]:
+                        ms: Callable[[], float], waited: float = 0.0) -> tuple[Any, Any]:
     """The real WarmTrial at 8 on a scripted clock: each iteration runs ``step`` and takes
-    ``ms()``; ``state["size"]`` is the batch size of the inputs in use."""
+    ``ms()``, each chunk's threads waited ``waited`` of its time for a CPU; ``state["size"]``
+    is the batch size of the inputs in use."""
 
     def chunk(step_fn, device, n):
         times = []
         for _ in range(n):
             step_fn()
             times.append(ms())
-        return times, 0.0
+        return times, waited
 
     monkeypatch.setattr(timing, "timed_chunk", chunk)
     trial = Trial(torch.nn.Linear(2, 2), step, (), {}, [], "test")
@@ -236,6 +237,27 @@ def test_samples_are_timed_after_the_iteration_that_faults_memory_in(monkeypatch
     again = warm.time_again(first)
     assert again.timing.ms == [64.0] * (len(first.timing.ms) + 2)
     assert again.ratio == pytest.approx(4.0)
+
+
+def test_after_a_busy_headline_a_sample_takes_no_more_iterations_than_its_median_needs(
+        monkeypatch) -> None:
+    """On the real WarmTrial, every chunk waited for a CPU (a spinner of the same session): the
+    headline is the median of all its steps, so is each sample, and a sample no longer waits
+    out its patience for quiet steps it would not use: 3 iterations at 32 (two that disagree,
+    then a third), not 5."""
+    state = {"size": 8, "count": 0}
+
+    def step() -> None:
+        state["count"] += 1
+
+    headline, warm = scripted_warm_trial(
+        monkeypatch, step, state,
+        lambda: 2.0 * state["size"] * (1.2 if state["count"] % 2 else 1.0), waited=0.5)
+    assert headline.timing.busy and headline.waited
+    warm.peak_at(32)
+    sample = warm.time_at(32)
+    assert len(sample.timing.ms) == 3 and sample.timing.waited_count == 3
+    assert not sample.converged  # still said: "timed on a busy machine"
 
 
 def test_a_launch_bound_model_on_a_noisy_host_is_flat_over_the_range_it_looked_at() -> None:

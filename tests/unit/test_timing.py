@@ -119,6 +119,21 @@ def test_a_sample_settles_on_quiet_iterations_that_agree(chunks) -> None:
     assert sizes == [1, 1, 1] and result.result(SAMPLE) == 61.0
 
 
+@pytest.mark.parametrize("busy", [False, True])
+def test_after_a_busy_headline_a_sample_stops_on_iterations_that_waited_too(busy) -> None:
+    """Every chunk waited, as beside a spinner of the same session. The sample's result is then
+    the median of all its iterations, as the headline's was, so quiet ones are not waited for:
+    three iterations (two that disagree, then a third) instead of the patience's five."""
+    _, step = _steps()
+    with pytest.MonkeyPatch.context() as mp:
+        sizes = script_chunks(mp, [(60.0, 0.4), (70.0, 0.5), (61.0, 0.4)])
+        result = time_steps(step, resolve_device("cpu"), SAMPLE, busy=busy)
+    # without: until the patience is spent, 5 iterations' worth (305 ms of 61 ms ones)
+    assert sizes == [1] * (3 if busy else SAMPLE.patience_iterations)
+    assert result.settled(SAMPLE, busy) is busy
+    assert result.result(SAMPLE, busy=True) == 61.0
+
+
 def test_a_short_sample_runs_until_its_minimum_time() -> None:
     _, step = _steps()
     with pytest.MonkeyPatch.context() as mp:
