@@ -79,8 +79,9 @@ def reconciled_op_times(
     headline. ``memory_wall_ms``: the memory run's host time, which sets how long a GPU's
     queue is held before each run."""
     hold = HOLD_FACTOR * memory_wall_ms + HOLD_MARGIN_MS if dev.kind == "cuda" else 0.0
+    busy = level1.timing.busy
     started = time.perf_counter()
-    ops, starved = op_times(trial, dev, user_code, hold, warnings, reporter)
+    ops, starved = op_times(trial, dev, user_code, hold, warnings, reporter, busy)
     now = time.perf_counter()
     deadline = now + RECONCILE_SHARE * (now - started)
     previous_ms = ops.ops_ms()
@@ -91,7 +92,7 @@ def reconciled_op_times(
         # step at the headline's pace where it can.
         if consistent(level1, ops) or time.perf_counter() > deadline:
             break
-        ops, starved = op_times(trial, dev, user_code, hold, warnings, reporter)
+        ops, starved = op_times(trial, dev, user_code, hold, warnings, reporter, busy)
         agree = abs(ops.ops_ms() - previous_ms) <= PASSES_AGREE * previous_ms
         if not consistent(level1, ops) and not starved and agree:
             break  # two quiet passes alike: the excess is the instrumentation's, not a moment's
@@ -104,15 +105,18 @@ def reconciled_op_times(
 
 def op_times(
     trial: Any, dev: Device, user_code: UserCode, hold_ms: float, warnings: list[str],
-    reporter: Reporter,
+    reporter: Reporter, busy: bool = False,
 ) -> tuple[OperationTracker, bool]:
-    """Instrumented runs (``more_level2_runs``), merged into per-op medians over the quiet ones.
+    """Instrumented runs (``more_level2_runs``), merged into per-op medians over the quiet ones;
+    over all of them after a ``busy`` headline (most of its steps waited, and it is their
+    median): runs of the busy machine are the moments it describes, and quiet ones are not
+    waited for.
 
     Returns the merged tracker and whether every run waited for a CPU (its op times may then be
     inflated by other processes).
     """
     runs: list[tuple[OperationTracker, bool]] = []
-    while more_level2_runs([(r.wall_ms, waited) for r, waited in runs]):
+    while more_level2_runs([(r.wall_ms, waited and not busy) for r, waited in runs]):
         # CUDA: held longer than the host needs to launch the instrumented iteration.
         reporter.stage(f"timing each op (run {len(runs) + 1})", 2, timed=True)
         run = OperationTracker(trial.model, dev, user_code, hold_ms=hold_ms)
@@ -122,7 +126,7 @@ def op_times(
         run.finish()
         runs.append((run, wait_fraction(before, waited_ns(), run.wall_ms) > QUIET_WAIT))
     starved = all(waited for _, waited in runs)
-    chosen = [r for r, waited in runs if not waited] or [r for r, _ in runs]
+    chosen = [r for r, waited in runs if not waited or busy] or [r for r, _ in runs]
     if len(chosen) % 2 == 0:
         chosen = chosen[1:]  # an odd count: the median is one measured value
     if not merge_median(chosen[0], chosen[1:]):
