@@ -8,10 +8,10 @@ shares the cores between sessions first) or in this script's session (``--same``
 torch's default thread count (``--plain`` steps of a warm model), the same at one thread, then
 ``skyline_nb.profile`` at the default count (predict=False: the comparison is made before the
 samples), then the plain loop at the default count once more. Printed per round: the plain
-medians, the profile's headline, the one-thread time its note states (or "-": no note, the
-headline's steps did not wait), the profile's wall time, and whether torch's thread count came
-back. The note's one-thread time should match the one-thread loop, and the speed-up it states
-the ratio of the loops around it.
+medians, the profile's headline, the one-thread time it measured (``Report.one_thread``, or
+"-": not measured, the headline's steps did not wait), the profile's wall time, and whether
+torch's thread count came back. The one-thread time should match the one-thread loop, and the
+speed-up it makes the ratio of the loops around it.
 
     PYTHONPATH=$PWD python benchmarks/busy_threads.py --apart --rounds 2
 """
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import sys
 import time
 from pathlib import Path
@@ -30,18 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spinner import described, spinning
 from trust import MODELS, plain_median
-
-NOTE = re.compile(r"at one thread the same step took ([\d.]+) (µs|ms|s)\b")
-UNIT_MS = {"µs": 1e-3, "ms": 1.0, "s": 1e3}
-
-
-def one_thread_from_notes(warnings: list[str]) -> float | None:
-    """The one-thread time a profile's notes state, in ms (None: no such note)."""
-    for text in warnings:
-        found = NOTE.search(text)
-        if found:
-            return float(found[1]) * UNIT_MS[found[2]]
-    return None
 
 
 def main() -> None:
@@ -80,7 +67,7 @@ def main() -> None:
                 wall = time.perf_counter() - began
                 back = torch.get_num_threads() == threads
                 after = plain_median(providers, args.batch, args.plain)
-                one = one_thread_from_notes(report.warnings)
+                one = report.one_thread.one_thread_ms if report.one_thread else None
                 noted = "-" if one is None else f"{one:.2f}"
                 speedup = "-" if one is None else f"{report.iteration_ms / one:.1f}×"
                 print(f"| {name} | {round_ + 1} | {plain:.2f} | {plain_one:.2f} | "

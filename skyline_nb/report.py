@@ -156,6 +156,16 @@ class BatchSizeSource:
 
 
 @dataclass
+class OneThread:
+    """The step at one torch thread, timed where the headline's steps waited for a CPU at the
+    user's ``threads`` (``profiler/threads.py``): on a busy machine each parallel op waits for
+    its slowest thread, and one thread can be many times faster (the notes say so in words)."""
+
+    threads: int
+    one_thread_ms: float
+
+
+@dataclass
 class PeakPlace:
     """Where the memory peak happened: the phase (``forward``, ``backward``, ``optimizer``) and,
     when known, the module and op running then (in backward: whose backward ran)."""
@@ -186,6 +196,7 @@ class Report:
     instrumented_ms: float | None = None
     untracked_ms: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    one_thread: OneThread | None = None  # None: not timed (the headline did not wait, 1 thread)
     torch_version: str = ""
     schema_version: int = SCHEMA_VERSION
 
@@ -198,6 +209,8 @@ class Report:
         for sample in data["samples"]:  # only where measured: reports before it stay as read
             if not sample["peak_by_phase"]:
                 del sample["peak_by_phase"]
+        if data["one_thread"] is None:  # likewise
+            del data["one_thread"]
         return data
 
     @classmethod
@@ -242,6 +255,10 @@ class Report:
                 instrumented_ms=data.get("instrumented_ms"),
                 untracked_ms=float(data.get("untracked_ms", 0.0)),
                 warnings=list(data.get("warnings", [])),
+                one_thread=(
+                    OneThread(**data["one_thread"]) if data.get("one_thread") is not None
+                    else None
+                ),
                 torch_version=data.get("torch_version", ""),
             )
         except ReportFormatError:

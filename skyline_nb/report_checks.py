@@ -15,7 +15,8 @@ allowance, stated here:
   models' bounds are exact arithmetic. Comparisons allow float rounding only (``ROUNDING``,
   relative).
 
-Checked: measured headline values (finite, positive), negative times, a node larger than its
+Checked: measured headline values (finite, positive; the time at one thread too, where
+measured), negative times, a node larger than its
 parent (time, activation bytes, parameter bytes), the breakdown's total against the header's
 iteration time, and — when dragging is on — the predictions over the whole drag range
 (positive, finite time and throughput, positive peak, and a maximum throughput that is the
@@ -62,8 +63,11 @@ def _above(value: float, limit: float) -> bool:
 
 
 def _headline(report: Report) -> Iterator[str]:
-    for name, value in (("iteration time", report.iteration_ms),
-                        ("throughput", report.throughput), ("peak memory", report.peak_bytes)):
+    measured = [("iteration time", report.iteration_ms), ("throughput", report.throughput),
+                ("peak memory", report.peak_bytes)]
+    if report.one_thread is not None:
+        measured.append(("time at one thread", report.one_thread.one_thread_ms))
+    for name, value in measured:
         if not (math.isfinite(value) and value > 0):
             yield f"the measured {name} is {value}"
     if report.untracked_ms < untracked_floor(report):

@@ -30,11 +30,28 @@ export function renderHeader(report) {
     stat("Device", deviceName, device.capacity_bytes ? `capacity ${formatBytes(device.capacity_bytes)}` : undefined),
     stat("Batch size", formatInt(report.batch_size)),
     stat("Iteration", formatMs(report.iteration_ms)),
+    oneThread(report),
     stat("Throughput", formatThroughput(report.throughput)),
     stat("Peak memory", formatBytes(report.peak_bytes)),
     stat("Max throughput (predicted)", maxThroughput ? formatThroughput(maxThroughput) : "\u2014", maxTitle),
-  ];
+  ].filter(Boolean);
   return h("div", { class: "sk-header", data: { skyline: "header" } }, items);
+}
+
+/**
+ * The step at one torch thread, beside the iteration at the user's threads: measured only when
+ * the headline's steps waited for a busy CPU (report.one_thread), where one thread can run the
+ * step many times faster. The notes say it in words; here it sits next to the number it
+ * compares with. Null when not measured.
+ */
+function oneThread(report) {
+  const one = report.one_thread;
+  const ms = Number(one?.one_thread_ms);
+  const iteration = Number(report.iteration_ms);
+  if (!(ms > 0) || !Number.isFinite(ms) || !(iteration > 0)) return null;
+  const speed = (iteration / ms).toFixed(1);
+  return stat("At 1 thread", formatMs(ms),
+    `the same step at one torch thread, timed because the machine was busy: ${speed}\u00d7 the speed at ${one.threads} threads`);
 }
 
 /**

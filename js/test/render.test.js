@@ -145,6 +145,22 @@ test("the profiler's warnings show under the header, as text, and go with a clea
   expect(view.qa("summary").length).toBeGreaterThan(0);
 });
 
+test("a step timed at one thread on a busy machine sits beside the iteration, and only then", () => {
+  const report = loadReport("small");
+  report.iteration_ms = 3870;
+  report.one_thread = { threads: 2, one_thread_ms: 243 };
+  view = mount({ report });
+  const items = view.qa("summary");
+  const texts = items.map((e) => e.textContent);
+  const at = texts.indexOf("At 1 thread: 243 ms");
+  expect(at).toBe(texts.indexOf("Iteration: 3.87 s") + 1);
+  expect(items[at].title).toBe("the same step at one torch thread, timed because the machine was busy: 15.9\u00d7 the speed at 2 threads");
+  view.model.set("report", { ...report, one_thread: null });
+  expect(view.qa("summary").map((e) => e.textContent).some((t) => t.startsWith("At 1 thread"))).toBe(false);
+  view.model.set("report", { ...report, one_thread: { threads: 2, one_thread_ms: -1 } });
+  expect(view.qa("summary").map((e) => e.textContent).some((t) => t.startsWith("At 1 thread"))).toBe(false);
+});
+
 test("a report without models still renders measured bars", () => {
   const report = loadReport("small");
   report.models = null;

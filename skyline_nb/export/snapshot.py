@@ -78,8 +78,10 @@ def _warnings(report: dict[str, Any]) -> str:
 def headline(report: dict[str, Any]) -> str:
     """One line of the numbers a user looks at first (also the text/plain summary)."""
     models = report.get("models") or {}
+    one = (report.get("one_thread") or {}).get("one_thread_ms")  # timed on a busy machine
+    at_one = f" ({format_ms(one)} at 1 thread)" if one else ""
     text = (
-        f"batch {report['batch_size']} · {format_ms(report['iteration_ms'])}/iteration · "
+        f"batch {report['batch_size']} · {format_ms(report['iteration_ms'])}/iteration{at_one} · "
         f"{report['throughput']:.1f} samples/s · peak {format_bytes(report['peak_bytes'])}"
     )
     if models.get("max_throughput"):

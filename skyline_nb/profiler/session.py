@@ -65,7 +65,7 @@ from skyline_nb.profiler.threads import (
 )
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.profiler.tree import TreeInputs, build_tree
-from skyline_nb.report import PeakPlace, Report, WeightEntry
+from skyline_nb.report import OneThread, PeakPlace, Report, WeightEntry
 
 
 def profile(
@@ -123,6 +123,7 @@ def profile(
             if unsettled is not None:  # a measured speed-up is the note to read first
                 warnings.insert(0 if unsettled[1] else len(warnings), unsettled[0])
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
+            report.one_thread = None if unsettled is None else unsettled[2]
             report.samples = [level1.sample()]
             if sampled is not None:
                 untracked_peaks(warm, sampled, reporter)
@@ -136,11 +137,12 @@ def profile(
 
 
 def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
-               reporter: Reporter) -> tuple[str, bool]:
+               reporter: Reporter) -> tuple[str, bool, OneThread | None]:
     """The machine stayed busy while the headline was timed: say so, and on CPU with several
     torch threads, what one thread does to the same step (``threads.py``: beside one busy
-    process a kernel's two threads on two cores can run 13× slower than one). Returns the note
-    and whether it leads the others (one thread measured faster)."""
+    process a kernel's two threads on two cores can run 13× slower than one). Returns the note,
+    whether it leads the others (one thread measured faster) and the time at one thread (None:
+    not timed)."""
     timing = level1.timing
     text = (
         f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU: the step "
@@ -148,13 +150,14 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
     )
     threads = torch.get_num_threads()
     if dev.kind != "cpu" or threads < 2:
-        return text, False
+        return text, False, None
     reporter.stage("timing the step at one torch thread, to compare", ITERATIONS + 1)
     one_ms = one_thread_ms(warm.trial.step, dev, level1.iteration_ms)
     leads = faster(one_ms, level1.iteration_ms)
     if leads:  # said at once too: the rest of the profile may take minutes at this pace
         reporter.notice = one_thread_notice(threads, level1.iteration_ms, one_ms)
-    return f"{text}; {one_thread_note(threads, level1.iteration_ms, one_ms)}", leads
+    note = one_thread_note(threads, level1.iteration_ms, one_ms)
+    return f"{text}; {note}", leads, OneThread(threads, one_ms)
 
 
 def _instrumented(

@@ -6,10 +6,11 @@ spinner this test starts, as another terminal's would be) the kernel's two torch
 one of the two cores, and each parallel op waits a time slice (a 2-layer GPT-2 step at batch 8:
 2.2 s at 2 threads, 0.18 s at 1; BENCHMARKS.md, session 24). The profile times the step at one
 thread and says so at once, under the progress bar while the rest runs (``Progress.notice``),
-and in the note that leads the others. This test runs the notebook as a user does (Run All, the
-providers from `transformers` in a cell before `%load_ext`), watches the widget while the kernel
-works, and checks that the notice was shown before the profile ended, with the numbers of the
-note, and that torch's thread count in the kernel is what it was. Where the busy process never
+and in the note that leads the others, with the time at one thread in the header. This test
+runs the notebook as a user does (Run All, the providers from `transformers` in a cell before
+`%load_ext`), watches the widget while the kernel works, and checks that the notice was shown
+before the profile ended, with the numbers of the note, the header's time at one thread, and
+that torch's thread count in the kernel is what it was. Where the busy process never
 slows the kernel's threads (a host with more cores or without autogroups) there is nothing to
 check: skipped, saying so.
 
@@ -67,6 +68,7 @@ def test_beside_a_busy_process_the_one_thread_notice_comes_while_the_profile_run
         spinner.kill()
         spinner.wait()
     first = widget.locator(".sk-warning").first.text_content()
+    summary = widget.locator('[data-skyline="summary"]').all_text_contents()
     output = notebook.output_text()
     before = re.search(r"threads before (\d+)", output)
     after = re.search(r"threads after (\d+)", output)
@@ -78,3 +80,7 @@ def test_beside_a_busy_process_the_one_thread_notice_comes_while_the_profile_run
     assert notice.endswith("Cancel, call torch.set_num_threads(1) and profile again."), notice
     assert RATIO.search(notice)[1] == RATIO.search(first)[1], (notice, first)
     assert re.match(r"\d+ of \d+ timed steps waited for a busy CPU", first), first
+    # the header puts the time at one thread beside the iteration, as the note states it
+    at_one = [t.removeprefix("At 1 thread: ") for t in summary if t.startswith("At 1 thread: ")]
+    assert len(at_one) == 1, summary
+    assert f"at one thread the same step took {at_one[0]} instead of" in first, (at_one, first)

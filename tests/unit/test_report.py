@@ -20,7 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sample_reports import sample_report
 
-from skyline_nb.report import SCHEMA_VERSION, Frame, Node, Report, ReportFormatError
+from skyline_nb.report import (
+    SCHEMA_VERSION,
+    Frame,
+    Node,
+    OneThread,
+    Report,
+    ReportFormatError,
+)
 
 
 def _no_constants(name: str) -> Any:
@@ -34,6 +41,16 @@ def test_dict_round_trip_is_lossless(with_models: bool) -> None:
     assert again == report
     assert again.tree.find("optimizer/_foreach_add_#0").backward_ms is None  # type: ignore[union-attr]
     assert again.categories["untracked"] == -256
+
+
+def test_the_one_thread_time_round_trips_and_older_reports_read_without_it() -> None:
+    report = sample_report()
+    report.one_thread = OneThread(threads=2, one_thread_ms=2.42)
+    data = json.loads(report.to_json())
+    assert data["one_thread"] == {"threads": 2, "one_thread_ms": 2.42}
+    assert Report.from_dict(data) == report
+    del data["one_thread"]  # written before the field existed
+    assert Report.from_dict(data).one_thread is None
 
 
 def test_json_round_trip_through_text_and_files(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from skyline_nb.models.curve import Curve
 from skyline_nb.models.fit import LinearFit
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.session import profile
-from skyline_nb.report import Node, Report, Sample
+from skyline_nb.report import Node, OneThread, Report, Sample
 from skyline_nb.report_checks import impossible_values, untracked_floor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -39,6 +39,17 @@ def test_recorded_and_synthetic_fixtures_are_honest(name: str) -> None:
 def test_the_sample_report_is_honest_with_and_without_models() -> None:
     assert impossible_values(sample_report()) == []
     assert impossible_values(sample_report(with_models=False)) == []
+
+
+@pytest.mark.parametrize(("one_ms", "honest"), [(2.4, True), (0.0, False),
+                                                 (float("nan"), False)])
+def test_a_time_at_one_thread_must_be_a_measured_duration(one_ms: float, honest: bool) -> None:
+    report = sample_report()
+    report.one_thread = OneThread(threads=2, one_thread_ms=one_ms)
+    found = impossible_values(report)
+    assert (found == []) is honest, found
+    if not honest:
+        assert found == [f"the measured time at one thread is {one_ms}"]
 
 
 def test_a_real_profile_with_samples_is_honest() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skyline_nb.export.snapshot import snapshot_html
+from skyline_nb.export.snapshot import headline, snapshot_html
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -54,3 +54,12 @@ def test_the_memory_bar_is_scaled_to_the_drag_range_not_to_the_ram():
     assert capacity not in html
     models["memory_bound"] = True
     assert capacity in snapshot_html(report)
+
+
+def test_the_time_at_one_thread_follows_the_iteration_where_it_was_measured():
+    report = json.loads((FIXTURES / "report_small.json").read_text(encoding="utf-8"))
+    assert "at 1 thread" not in headline(report)
+    report["iteration_ms"] = 3870.0
+    report["one_thread"] = {"threads": 2, "one_thread_ms": 243.0}
+    assert "· 3.87 s/iteration (243 ms at 1 thread) ·" in headline(report)
+    assert "(243 ms at 1 thread)" in snapshot_html(report)

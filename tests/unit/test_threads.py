@@ -14,7 +14,6 @@ settled on those but mostly waited is compared too.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from test_profiler_load import (
     plain_loop_median,
 )
 
+from skyline_nb.export.units import format_ms
 from skyline_nb.profiler.device import resolve_device
 from skyline_nb.profiler.iteration import IterationResult, WarmTrial
 from skyline_nb.profiler.prepare import prepare
@@ -141,12 +141,17 @@ def test_a_headline_timed_on_a_busy_machine_says_so_and_what_one_thread_does(thr
     torch.set_num_threads(threads)
     reporter = Reporter(None, predict=False)
     try:
-        text, leads = _unsettled(level1, warm, CPU, reporter)
+        text, leads, one = _unsettled(level1, warm, CPU, reporter)
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
     assert text.startswith("3 of 3 timed steps waited for a busy CPU")
     assert ("; at one thread the same step took " in text) == (threads > 1)
+    # the report carries the time too, for the widget's header and for tools
+    assert (one is None) == (threads == 1)
+    if one is not None:
+        assert one.threads == threads and 0 < one.one_thread_ms < 176.0
+        assert format_ms(one.one_thread_ms) in text
     assert leads == ("× faster" in text)  # a 176 ms headline of a sub-ms step: it leads
     assert leads == (threads > 1)
     # said while the profile goes on, too: the progress display shows it until the end
@@ -188,10 +193,11 @@ def test_beside_a_busy_process_the_note_tells_the_one_thread_time(
             assert impossible_values(report) == [], report.warnings
             busy = [w for w in report.warnings if "timed steps waited for a busy CPU" in w]
             if not busy:
+                assert report.one_thread is None
                 continue  # the two threads had both cores while the headline was timed
-            found = re.search(r"at one thread the same step took ([\d.]+) (µs|ms|s)\b", busy[0])
-            assert found, busy[0]
-            one_ms = float(found[1]) * {"µs": 1e-3, "ms": 1.0, "s": 1e3}[found[2]]
+            assert report.one_thread is not None and report.one_thread.threads == 2
+            one_ms = report.one_thread.one_thread_ms
+            assert f"at one thread the same step took {format_ms(one_ms)}" in busy[0]
             torch.set_num_threads(1)
             plain = plain_loop_median(100)
             torch.set_num_threads(2)
