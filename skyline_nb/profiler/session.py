@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -121,9 +121,9 @@ def profile(
             unsettled = _unsettled(level1, warm, dev, reporter) if level1.waited else None
             sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if unsettled is not None:  # a measured speed-up is the note to read first
-                warnings.insert(0 if unsettled[1] else len(warnings), unsettled[0])
+                warnings.insert(0 if unsettled.leads else len(warnings), unsettled.note)
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
-            report.one_thread = None if unsettled is None else unsettled[2]
+            report.one_thread = None if unsettled is None else unsettled.one_thread
             report.samples = [level1.sample()]
             if sampled is not None:
                 untracked_peaks(warm, sampled, reporter)
@@ -136,8 +136,16 @@ def profile(
     return report
 
 
+class Unsettled(NamedTuple):
+    """``_unsettled``'s note, whether it leads the others, and the time at one thread."""
+
+    note: str
+    leads: bool
+    one_thread: OneThread | None
+
+
 def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
-               reporter: Reporter) -> tuple[str, bool, OneThread | None]:
+               reporter: Reporter) -> Unsettled:
     """The machine stayed busy while the headline was timed: say so, and on CPU with several
     torch threads, what one thread does to the same step (``threads.py``: beside one busy
     process a kernel's two threads on two cores can run 13× slower than one). Returns the note,
@@ -150,14 +158,14 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
     )
     threads = torch.get_num_threads()
     if dev.kind != "cpu" or threads < 2:
-        return text, False, None
+        return Unsettled(text, False, None)
     reporter.stage("timing the step at one torch thread, to compare", ITERATIONS + 1)
     one_ms = one_thread_ms(warm.trial.step, dev, level1.iteration_ms)
     leads = faster(one_ms, level1.iteration_ms)
     if leads:  # said at once too: the rest of the profile may take minutes at this pace
         reporter.notice = one_thread_notice(threads, level1.iteration_ms, one_ms)
     note = one_thread_note(threads, level1.iteration_ms, one_ms)
-    return f"{text}; {note}", leads, OneThread(threads, one_ms)
+    return Unsettled(f"{text}; {note}", leads, OneThread(threads, one_ms))
 
 
 def _instrumented(
