@@ -35,7 +35,8 @@ part() {
   $py -c "import torch, platform; print(platform.python_version(), torch.__version__, \
 torch.cuda.get_device_name(), torch.get_num_threads(), 'threads')"
 } > "$out/tests.txt" 2>&1
-part 150 tests.txt $py -m pytest tests/gpu tests/unit/test_memory_phases.py -q -p no:cacheprovider
+part 150 tests.txt $py -m pytest tests/gpu tests/unit/test_memory_phases.py \
+  tests/unit/test_sample_plan_gpu.py -q -p no:cacheprovider --durations=8
 for model in mlp cnn transformer lstm; do
   part 90 accuracy.txt $py benchmarks/prediction_accuracy.py --device cuda --repeats 3 \
     --starts 8 32 --models "$model" --json "$out/acc_$model.json"
@@ -45,6 +46,8 @@ part 60 memory_prediction.txt $py benchmarks/memory_prediction.py --device cuda 
 part 40 peak_memory.txt $py benchmarks/peak_memory.py --device cuda --batches 32 256
 part 120 stage_cost.txt $py benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32 \
   transformer:8 transformer:32 lstm:32 --repeats 3 --cprofile 15
+part 60 stage_cost.txt $py benchmarks/stage_cost.py --device cuda --scale bench \
+  --models lstm:8 lstm:32 transformer:8 --repeats 3
 part 90 headline.txt $py benchmarks/cuda_headline.py --models mlp:8 transformer:8 lstm:8 \
   --rounds 4
 part 60 headline.txt $py benchmarks/cuda_launch_bound.py --rounds 8

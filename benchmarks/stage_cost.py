@@ -9,10 +9,13 @@ stage starts. A stage's cost is the time to the next stage's start; printed per 
 milliseconds and in plain iterations. ``--cprofile K`` also prints the K functions with the most
 own time over one more profile of each model (where the host spends it). ``--load`` runs it
 all beside one spinning process (``spinner.py``; ``--apart``: in a session of its own).
+``--scale bench`` profiles ``prediction_accuracy.py``'s sizes, whose sampling-cost column issue
+15's bar is read off (an H100's LSTM of width 1024 sampled 2× its profile in session 26).
 
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --repeats 3
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --load
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --scale bench --models lstm:32
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ def main() -> None:
         help="model:batch pairs",
     )
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--scale", choices=("stock", "bench"), default="stock",
+                        help="the examples as shipped, or prediction_accuracy.py's sizes")
     parser.add_argument("--cprofile", type=int, default=0, metavar="K")
     parser.add_argument("--load", action="store_true", help="one competing spinning process")
     parser.add_argument("--apart", action="store_true",
@@ -87,20 +92,21 @@ def main() -> None:
     args = parser.parse_args()
     with spinning(args.apart) if args.load else contextlib.nullcontext():
         for pair in args.models:
-            stage_report(pair, args.device, args.repeats, args.cprofile)
+            stage_report(pair, args.device, args.repeats, args.cprofile, args.scale)
 
 
-def stage_report(pair: str, device: str, repeats: int, cprofile: int) -> None:
+def stage_report(pair: str, device: str, repeats: int, cprofile: int,
+                 scale: str = "stock") -> None:
     """Print one model:batch pair's cost by stage (median over ``repeats`` profiles)."""
     name, size = pair.split(":")
     batch = int(size)
-    provs, _ = providers(name, device, "stock")
+    provs, label = providers(name, device, scale)
     stage_costs(provs, batch, device)  # a process's first profile: imports, caches
     plain = plain_loop_ms(provs, batch, device)
     runs = [stage_costs(provs, batch, device) for _ in range(repeats)]
     walls = [wall for _, wall, _ in runs]
     print(
-        f"\n{name}@{batch} on {device}: plain loop {plain:.2f} ms; profile "
+        f"\n{name}({label})@{batch} on {device}: plain loop {plain:.2f} ms; profile "
         f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
         f"iterations (median of {len(runs)})"
     )

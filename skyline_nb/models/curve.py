@@ -265,17 +265,19 @@ def _floor_and_line(xs: np.ndarray, ys: np.ndarray, i: int) -> list[Line]:
     return [Line(0.0, float(ys[:i].mean())), _line(xs[i:], ys[i:])]
 
 
-def fit_bend(xs: Sequence[float], ys: Sequence[float]) -> Curve | None:
-    """The least-squares ``bend`` over the splits of the sizes into a floor (the smallest two
-    or more) and a growing line (the rest), whichever side of the split the two meet; None
-    when no split grows. ``trust.fit_time`` judges its floor and its rise on their own where
-    R² over all the samples refuses the curve ``fit_time`` drew."""
+def fit_bends(xs: Sequence[float], ys: Sequence[float]) -> list[Curve]:
+    """Every ``bend`` over the splits of the sizes into a floor (the smallest two or more) and
+    a growing line (the rest), whichever side of the split the two meet, the least squared
+    error first; empty when no split grows. ``trust.fit_time`` judges their floors and rises
+    on their own where R² over all the samples refuses the curve ``fit_time`` drew: on a host
+    whose pace moves, the least-squares split can follow one stray sample, where another
+    split's pieces hold."""
     x, y = _points(xs, ys)
     gx, gy = _groups(x, y)
     found = [_finish(lines, BEND, x, y)
              for lines in (_floor_and_line(gx, gy, i) for i in range(2, len(gx) - 1))
              if lines[1].slope > 0 and _valid_time(lines, gx)]
-    return min((c for c in found if len(c.lines) == 2), key=_squared_error, default=None)
+    return sorted((c for c in found if len(c.lines) == 2), key=_squared_error)
 
 
 def _valid_time(lines: list[Line], xs: np.ndarray) -> bool:

@@ -159,15 +159,16 @@ def sample_curve(
         sizes = sorted(found.peaks)
         curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
-        # halves within the budget itself, at what the sizes so far really cost over their
-        # estimates (the module's docstring)
+        # every size at what the sizes so far really cost over their estimates, halves within
+        # the budget itself (the module's docstring)
         over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
         halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
                    if between else None)
         target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
         target = None if target is None or _refused(found, target, user) else target
-        if target is None or spent_ms + _cost(found, user_ms, target, timed_ms) > allowed_ms:
+        if (target is None
+                or spent_ms + over * _cost(found, user_ms, target, timed_ms) > allowed_ms):
             again = (_most_off(found, curve, user, retimed)
                      if untrusted and retime is not None else None)
             if again is None:

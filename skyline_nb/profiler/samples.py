@@ -10,13 +10,14 @@ own spread, so a busy machine does not turn noise into bends.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from skyline_nb.categories import Categories
 from skyline_nb.export.units import format_ms
-from skyline_nb.models.curve import FLAT, TOLERANCE
+from skyline_nb.models.curve import BEND, FLAT, TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
-from skyline_nb.models.trust import MAX_FLAT_SPREAD, flat_spread
+from skyline_nb.models.trust import MAX_FLAT_SPREAD, spread
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
@@ -198,9 +199,10 @@ def fitted(
     ]
     samples.sort(key=lambda s: s.batch_size)
     capacity = dev.capacity_bytes()
+    sizes, times = [s.batch_size for s in samples], [s.iteration_ms for s in samples]
     models = PerformanceModels.from_samples(
-        [s.batch_size for s in samples],
-        [s.iteration_ms for s in samples],
+        sizes,
+        times,
         [s.peak_bytes for s in samples],
         capacity,
         sampled.reason,
@@ -211,7 +213,7 @@ def fitted(
         fails_at=fails_above(sampled.refused, first.batch_size),
         fails_below=fails_below(sampled.refused, first.batch_size),
     )
-    warnings.extend(filter(None, [flat_noise_warning(models, dev.kind),
+    warnings.extend(filter(None, [noise_warning(models, dev.kind, sizes, times),
                                   steep_start_warning(models)]))
     if sampled.reason is None:  # else the reason names the first refusal
         warnings.extend(_refusal_warning(r, first.batch_size, models) for r in sampled.refused)
@@ -236,20 +238,28 @@ def _between_warning(refusal: Refusal, ran: dict[int, int]) -> str:
     return f"{refusal}, while {below} and {above} ran: other sizes the drag reaches may fail too"
 
 
-def flat_noise_warning(models: PerformanceModels, device_kind: str) -> str | None:
-    """What a flat time taken despite its samples' scatter (``trust.fit_time``) means for the
-    predictions; None for any other curve. A GPU's flat time is launch-bound (the host sets the
-    pace); a CPU launches nothing: its flat time is a fixed cost per step (per-op dispatch, or
-    threads that wait for a CPU at every parallel op on a busy machine: ``threads.py``)."""
+def noise_warning(models: PerformanceModels, device_kind: str, xs: Sequence[int],
+                  ts: Sequence[float]) -> str | None:
+    """What a flat time, or a floor and a line (a bend), taken despite its samples' scatter
+    (``trust.fit_time``) means for the predictions; None for any other curve, a refused one,
+    or samples within what a quiet machine gives. A GPU's flat time is launch-bound (the host
+    sets the pace); a CPU launches nothing: its flat time is a fixed cost per step (per-op
+    dispatch, or threads that wait for a CPU at every parallel op on a busy machine:
+    ``threads.py``)."""
     time = models.time
-    spread = flat_spread(time) if time is not None and time.shape == FLAT else 0.0
-    if spread <= MAX_FLAT_SPREAD:
+    if time is None or time.shape not in (FLAT, BEND) or not models.can_manipulate:
+        return None
+    scatter = spread(time, xs, ts)
+    if scatter <= MAX_FLAT_SPREAD:
         return None
     low, high = models.measured_range or (0, 0)
     why = "launch-bound" if device_kind == "cuda" else "a fixed cost per step"
-    return (f"the iteration time does not grow from batch size {low} to {high} ({why}), "
-            f"but its samples vary by up to {spread:.0%} around it: predicted times "
-            "are that uncertain; re-profile when the machine is quieter")
+    shape = (f"does not grow from batch size {low} to {high} ({why})" if time.shape == FLAT
+             else f"does not grow from batch size {low} to about {time.bend():.0f} ({why}), "
+                  "then grows")
+    return (f"the iteration time {shape}, but its samples vary by up to {scatter:.0%} around "
+            "that curve: predicted times are that uncertain; re-profile when the machine is "
+            "quieter")
 
 
 def steep_start_warning(models: PerformanceModels) -> str | None:

@@ -14,7 +14,7 @@ from skyline_nb.export.units import format_ms
 from skyline_nb.models.fit import LinearFit
 from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
 from skyline_nb.models.trust import MIN_R2, fit_time
-from skyline_nb.profiler.samples import flat_noise_warning, steep_start_warning
+from skyline_nb.profiler.samples import noise_warning, steep_start_warning
 
 GIB = 1 << 30
 SIZES = [16, 32, 64]
@@ -178,13 +178,14 @@ def test_flat_times_that_scatter_over_a_wide_range_are_launch_bound_not_refused(
     assert models.predict_iteration_ms(100) == pytest.approx(sum(NOISY_FLAT) / 6)
     assert models.max_batch_size() <= 2 * 128  # flat: "up to at least 128", little beyond
     assert models.max_throughput >= models.measured_max_throughput
-    warning = flat_noise_warning(models, "cuda")
+    warning = noise_warning(models, "cuda", NOISY_SIZES, NOISY_FLAT)
     assert "from batch size 4 to 128 (launch-bound)" in warning and "up to 16%" in warning
     # a CPU launches nothing: its flat time is a fixed cost per step
-    assert "to 128 (a fixed cost per step)" in flat_noise_warning(models, "cpu")
+    assert "to 128 (a fixed cost per step)" in noise_warning(models, "cpu", NOISY_SIZES,
+                                                             NOISY_FLAT)
     # a flat time within the usual tolerance needs no such sentence
-    assert flat_noise_warning(fitted([7.0, 7.1, 6.95, 7.05, 7.0, 7.02], NOISY_SIZES),
-                              "cuda") is None
+    quiet = [7.0, 7.1, 6.95, 7.05, 7.0, 7.02]
+    assert noise_warning(fitted(quiet, NOISY_SIZES), "cuda", NOISY_SIZES, quiet) is None
 
 
 @pytest.mark.parametrize(
@@ -203,7 +204,7 @@ def test_flat_times_that_scatter_over_a_wide_range_are_launch_bound_not_refused(
 def test_scatter_is_not_called_flat_without_the_evidence(sizes, times) -> None:
     models = fitted(times, sizes)
     assert not models.can_manipulate
-    assert flat_noise_warning(models, "cuda") is None
+    assert noise_warning(models, "cuda", sizes, times) is None
 
 
 # An LSTM launch-bound on an H100 host, all three profiles of a row (BENCHMARKS.md, session
@@ -230,11 +231,49 @@ def test_a_noisy_floor_with_a_clear_rise_is_a_bend_not_a_refusal(times: list[flo
     assert models.max_throughput >= models.measured_max_throughput
 
 
+# An H100's LSTM from 8, the three profiles of session 26 (benchmarks/results/h100-s26-*):
+# 7.4–9.9 ms from 4 to 192 while the host's launch pace moved (floors scattered 12–17 %), then
+# 10–12 ms at 256…512. R² 0.84–0.89, and the least-squares split followed one stray sample
+# (9.37 ms at 48): two profiles were refused.
+H100_LSTM_S26 = [
+    {8: 7.42, 16: 8.17, 32: 8.16, 48: 8.00, 64: 7.70, 96: 8.40, 128: 7.76, 192: 8.02,
+     256: 10.35, 384: 10.24, 512: 12.02},
+    {8: 6.86, 16: 7.68, 32: 7.57, 48: 9.37, 64: 7.88, 96: 8.93, 128: 8.52, 192: 8.95,
+     256: 8.99, 384: 10.20, 512: 12.05},
+    {4: 9.37, 8: 8.60, 12: 8.92, 16: 8.71, 24: 8.71, 32: 8.46, 48: 8.05, 64: 9.01, 96: 9.86,
+     128: 9.19, 192: 10.66, 256: 10.81, 384: 11.09, 512: 12.00},
+]
+
+
+@pytest.mark.parametrize("samples", H100_LSTM_S26)
+def test_a_floor_scattered_by_a_moving_host_with_the_evidence_of_no_growth_is_a_bend(
+        samples: dict[int, float]) -> None:
+    sizes, times = list(samples), list(samples.values())
+    assert fit_time(sizes, times)[0].r2 < MIN_R2
+    models = fitted(times, sizes)
+    assert models.can_manipulate, models.reason
+    assert models.time.shape == "bend" and 96 <= models.bend_batch_size <= 320
+    floor = models.time.lines[0].intercept
+    on_floor = [t for n, t in samples.items() if n <= 96]
+    assert min(on_floor) <= floor <= max(on_floor)
+    for n in (10, 20, 40, 80):  # the benchmark's held-out sizes, on the floor
+        assert models.predict_iteration_ms(n) == pytest.approx(floor)
+    assert models.predict_iteration_ms(448) == pytest.approx(11.3, rel=0.1)
+    assert models.max_throughput >= models.measured_max_throughput
+    warning = noise_warning(models, "cuda", sizes, times)  # how uncertain, in words
+    assert f"from batch size {sizes[0]} to about" in warning and "then grows" in warning
+    assert "launch-bound" in warning and "predicted times are that uncertain" in warning
+
+
 @pytest.mark.parametrize(
     "times",
     [
-        # the floor scatters by more than a flat curve may (±14 %), however clear the rise
-        [10.0, 11.4, 8.6, 10.0, 9.8, 13.0, 16.0],
+        # the floor scatters by more than even a scattered flat curve may (−22 %), however
+        # clear the rise
+        [10.0, 12.5, 7.8, 10.0, 9.8, 13.0, 16.0],
+        # a floor scattered by ±14 % over four sizes (8×): too few to tell scatter from a
+        # slow growth (a flat curve needs five over 16×)
+        [10.0, 11.4, 8.6, 10.0, 11.8, 12.5, 14.5],
         # a rise of 15 % over a floor that scatters by 9 %: the floor's noise can make it
         [9.1, 10.9, 9.9, 10.2, 9.8, 10.2, 11.5],
         # the samples past the bend are no line (23 % off it)
