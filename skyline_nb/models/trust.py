@@ -171,11 +171,11 @@ def _scatter(xs: Sequence[float], ts: Sequence[float], curve: Curve) -> list[str
     lo, hi = min(xs), max(xs)
     noise = max(abs(r) for r in curve.residuals)
     if curve.shape == FLAT:
-        spread = max(abs(r) / t for r, t in zip(curve.residuals, ts, strict=True))
-        if spread > MAX_FLAT_SPREAD:
+        scatter = max(abs(r) / t for r, t in zip(curve.residuals, ts, strict=True))
+        if scatter > MAX_FLAT_SPREAD:
             problems.append(
                 f"the iteration time does not grow from batch size {lo:g} to {hi:g} and the "
-                f"measured times vary by up to {spread:.0%} (at most "
+                f"measured times vary by up to {scatter:.0%} (at most "
                 f"{MAX_FLAT_SPREAD:.0%} is needed to call it flat)"
             )
     elif curve.r2 < MIN_R2:
