@@ -95,8 +95,7 @@ def main() -> None:
             stage_report(pair, args.device, args.repeats, args.cprofile, args.scale)
 
 
-def stage_report(pair: str, device: str, repeats: int, cprofile: int,
-                 scale: str = "stock") -> None:
+def stage_report(pair: str, device: str, repeats: int, cprofile: int, scale: str) -> None:
     """Print one model:batch pair's cost by stage (median over ``repeats`` profiles)."""
     name, size = pair.split(":")
     batch = int(size)
