@@ -1,15 +1,15 @@
 """The ``skyline-nb`` command line: arguments, refusals, ENTRY loading and what reaches profile().
 
-Most tests run ``main()`` in process with ``skyline_nb.profile`` replaced by a recorder that
-returns a hand-built Report, so they check the CLI alone; the end-to-end tests at the bottom run
-the real profiler on the bundled example in a subprocess, as a user would.
+Each test runs ``main()`` in process with ``skyline_nb.profile`` replaced by a recorder that
+returns a hand-built Report, so they check the CLI alone; ``test_cli_end_to_end.py`` runs the
+real profiler on the bundled example in a subprocess, as a user would, and ``test_entry.py``
+what the CLI shares with the magic.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 import textwrap
 from contextlib import closing
@@ -21,14 +21,11 @@ from sample_reports import sample_report
 
 import skyline_nb
 from skyline_nb.cli import main
-from skyline_nb.entry import UsageError, export, export_kind, find_providers, parse_size
 from skyline_nb.export.trace import TIMING_NOTE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.report import SCHEMA_VERSION, Report
 from skyline_nb.textprogress import TextProgress
-
-REPO = Path(__file__).resolve().parents[2]
 
 PROVIDERS = """
 import json, pathlib
@@ -76,25 +73,7 @@ def _run(argv: list[Any], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return code, out, err
 
 
-# ---- sizes --------------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("text", "size"),
-    [
-        ("8GiB", 8 << 30),
-        ("512MB", 512 * 10**6),
-        ("512mb", 512 * 10**6),
-        ("1.5G", 3 << 29),
-        ("100", 100),
-        ("2 KiB", 2048),
-        ("64k", 65536),
-        ("1TB", 10**12),
-        ("7b", 7),
-    ],
-)
-def test_parse_size(text: str, size: int) -> None:
-    assert parse_size(text) == size
-
-
+# ---- a memory budget it cannot read -------------------------------------------------------
 @pytest.mark.parametrize("text", ["", "lots", "8 GiBs", "-1G", "0", "0.1b", "1e9"])
 def test_parse_size_rejects(text: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = _run(
@@ -102,47 +81,6 @@ def test_parse_size_rejects(text: str, capsys: pytest.CaptureFixture[str], tmp_p
     )
     assert code == 2
     assert "--memory-budget" in err and "Traceback" not in err
-
-
-@pytest.mark.parametrize("text", ["lots", "0", "1e9"])
-def test_parse_size_raises_a_usage_error(text: str) -> None:
-    with pytest.raises(UsageError, match=r"8GiB|at least one byte"):
-        parse_size(text)
-
-
-# ---- what the magic shares: provider lookup and export by suffix --------------------------
-def test_find_providers_by_skyline_or_deepview_name_or_by_the_names_given() -> None:
-    def model() -> None: ...
-    def inputs() -> None: ...
-    def step() -> None: ...
-
-    namespace = {"skyline_model_provider": model, "deepview_input_provider": inputs,
-                 "my_step": step, "skyline_iteration_provider": model}
-    assert find_providers(namespace, where="x") == (model, inputs, model)
-    assert find_providers(namespace, {"iteration": "my_step"}, where="x") == (model, inputs, step)
-    with pytest.raises(UsageError, match=r"^x does not define other_model, skyline_input"):
-        find_providers({"my_step": step}, {"model": "other_model"}, where="x")
-    with pytest.raises(UsageError, match=r"^x: my_step is a int, not a function$"):
-        find_providers({**namespace, "my_step": 3}, {"iteration": "my_step"}, where="x")
-
-
-@pytest.mark.parametrize(
-    ("name", "kind"),
-    [("t.sqlite", "time"), ("R.Memory.SQLite", "memory"), ("r.json", "json"),
-     ("r.trace.json", "trace"), ("p.html", "html")],
-)
-def test_export_by_suffix(tmp_path: Path, name: str, kind: str) -> None:
-    path = tmp_path / name
-    assert export_kind(path) == kind
-    assert export(sample_report(), path, overwrite=False) == path and path.stat().st_size > 0
-    with pytest.raises(FileExistsError):
-        export(sample_report(), path, overwrite=False)
-    export(sample_report(), path, overwrite=True)
-
-
-def test_export_refuses_other_names(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match=r"\.sqlite, \.memory\.sqlite, \.json or \.html"):
-        export_kind(tmp_path / "report.txt")
 
 
 # ---- usage errors: exit 2, one message, no traceback ---------------------------------------
@@ -460,52 +398,3 @@ def test_progress_lines_on_stderr_one_per_stage_off_a_terminal(
         "estimating the time left",
         "skyline-nb:  50% timing each op (run 1) · 3 s elapsed · about 3 s left",
     ]
-
-
-# ---- end to end: the real profiler on the bundled example, as a user runs it ---------------
-EXAMPLE = REPO / "skyline_nb" / "examples" / "mlp.py"
-
-
-def _cli(*argv: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "skyline_nb", *map(str, argv)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-@pytest.mark.slow
-def test_end_to_end_time_and_memory_reports(tmp_path: Path) -> None:
-    time_report = tmp_path / "t.sqlite"
-    done = _cli("time", EXAMPLE, "-o", time_report, "--batch-size", "16", "--device", "cpu")
-    assert done.returncode == 0, done.stderr
-    assert f"wrote {time_report}" in done.stdout
-    assert "% building the model and timing an iteration · " in done.stderr  # the progress
-    with closing(sqlite3.connect(time_report)) as connection:
-        rows = connection.execute(
-            "SELECT operation_name, forward_ms, backward_ms FROM run_time_entries"
-        ).fetchall()
-        files = {f for (f,) in connection.execute("SELECT DISTINCT file_path FROM stack_frames")}
-    assert len(rows) >= 5
-    assert all(forward >= 0 for _, forward, _ in rows)
-    assert any(backward is not None for *_, backward in rows)
-    assert "mlp.py" in files and all(not Path(f).is_absolute() for f in files)
-
-    memory_report = tmp_path / "m.sqlite"
-    done = _cli("memory", EXAMPLE, "-o", memory_report, "--batch-size", "16", "--device", "cpu")
-    assert done.returncode == 0, done.stderr
-    with closing(sqlite3.connect(memory_report)) as connection:
-        weights = connection.execute(
-            "SELECT name, size_bytes, grad_size_bytes FROM weight_entries"
-        ).fetchall()
-        peak = connection.execute(
-            "SELECT size_bytes FROM misc_sizes WHERE key = 'peak_usage_bytes'"
-        ).fetchone()
-    assert weights and all(size > 0 and grad == size for _, size, grad in weights)
-    assert peak[0] > sum(size for _, size, _ in weights)
-
-    again = _cli("time", EXAMPLE, "-o", time_report)
-    assert again.returncode == 2 and "already exists" in again.stderr
