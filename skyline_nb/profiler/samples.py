@@ -30,14 +30,12 @@ from skyline_nb.report import Sample
 
 SAMPLING_FLOOR_MS = 250.0
 MAX_TOLERANCE = 0.15
-# Issue 15's cost bar: sampling at most 1.5× the rest of the profile. When the samples start,
-# only the build and level 1 have run; the memory run and the op passes after them took
-# 1.5–3.5× as long on an H100 (stage_cost.py, sessions 16 and 18: the LSTM least, the
-# Transformer most), so the profile is at least 2.2× what ran before the samples (1 + 1.2: a
-# margin below the least seen, for the last sample's cost, which is an estimate; with 1.6 the
-# CNN's samples took 1.50–1.51× its profile).
+# Issue 15's cost bar: sampling at most 1.5× the rest of the profile, which has run when the
+# samples start (``session.py``). Until session 27 they ran right after level 1 and assumed
+# the memory run and the op passes still to come would take 1.2× what had run (1.5–3.5× on an
+# H100 for the stock examples, sessions 16 and 18); an H100's LSTM of width 1024, whose op
+# passes are few and short, then sampled 1.98–2.24× its profile (BENCHMARKS.md, session 26).
 COST_BAR = 1.5
-REST_AFTER_LEVEL1 = 1.2
 
 
 @dataclass(frozen=True)
@@ -149,10 +147,10 @@ def sample_sizes(
 def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
     """What the samples may spend: the policy's iterations of the user's, at least
     ``SAMPLING_FLOOR_MS`` (a few sizes of sub-millisecond iterations need that much to be
-    timed at all); without such a count, the cost bar over the profile: ``so_far_ms`` (what
-    ran before the samples) and the rest after them."""
+    timed at all); without such a count, the cost bar over the profile, ``so_far_ms`` (every
+    other level has run before the samples)."""
     if policy.budget is None:
-        return COST_BAR * (1 + REST_AFTER_LEVEL1) * so_far_ms
+        return COST_BAR * so_far_ms
     return max(iteration_ms * policy.budget, SAMPLING_FLOOR_MS)
 
 

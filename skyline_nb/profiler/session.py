@@ -2,12 +2,13 @@
 
 Order of work (XSP's leveled approach: instrumentation never runs inside a timed iteration):
   1. iteration level, uninstrumented: iteration time, throughput, peak memory on one fresh
-     trial (``iteration.py``), which is then kept warm for the other levels; optionally the
-     same at other batch sizes (``sample_plan.py`` chooses them as they are measured), for
-     the performance curves;
+     trial (``iteration.py``), which is then kept warm for the other levels;
   2+3. one memory run and then instrumented runs: every op timed in situ with module paths and
      source lines (``operations.py``), the storages saved for backward, weights, grads and
-     optimizer state (``memory.py``); the op times reconciled with the headline (``level2.py``).
+     optimizer state (``memory.py``); the op times reconciled with the headline (``level2.py``);
+  then, optionally, level 1 at other batch sizes (``sample_plan.py`` chooses them as they are
+     measured) for the performance curves: last, so that a GPU's samples are budgeted on the
+     profile's measured cost, not a forecast of it (``samples.sampling_budget_ms``).
 Untracked time/memory = level 1 minus what level 2/3 accounted for, reported as is (negative
 values are kept and explained in ``warnings``; op times beyond the headline are scaled to it,
 with a warning). Isolation: ``isolation.py``.
@@ -117,14 +118,15 @@ def profile(
         try:
             reporter.iteration_ms = level1.iteration_ms
             warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
-            # at one thread as busy a moment as the headline's, before the samples
+            # at one thread as busy a moment as the headline's, before anything else
             unsettled = _unsettled(level1, warm, dev, reporter) if level1.waited else None
-            sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if unsettled is not None:  # a measured speed-up is the note to read first
                 warnings.insert(0 if unsettled.leads else len(warnings), unsettled.note)
             report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
             report.one_thread = None if unsettled is None else unsettled.one_thread
             report.samples = [level1.sample()]
+            # last: on a GPU their budget is the cost bar over the profile measured so far
+            sampled = sample_sizes(warm, dev, warnings, reporter) if predict else None
             if sampled is not None:
                 untracked_peaks(warm, sampled, reporter)
                 report.samples, report.models = fitted_within_ends(

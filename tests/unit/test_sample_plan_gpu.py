@@ -23,7 +23,6 @@ from skyline_nb.profiler.samples import (
     COST_BAR,
     CPU_SAMPLING,
     CUDA_SAMPLING,
-    REST_AFTER_LEVEL1,
     SAMPLING_FLOOR_MS,
     sampling_budget_ms,
 )
@@ -58,13 +57,12 @@ def joined(times: dict[int, float], clock: dict[str, float],
     return gpu_time
 
 def test_a_gpu_budget_is_the_bar_over_the_profile_and_a_cpu_keeps_its_count() -> None:
-    """An H100's CNN of 3.7 ms iterations, 60 ms into its profile when the samples start: the
-    profile is at least 2.6× that, so the samples may take 1.5× of 156 ms, not the 250 ms
-    floor (which took them to 1.86× its profile); a long GPU profile lets them go further. A
-    CPU's budget stays 13 of the user's iterations, at least the floor."""
-    assert sampling_budget_ms(CUDA_SAMPLING, 3.7, 60.0) == pytest.approx(
-        COST_BAR * (1 + REST_AFTER_LEVEL1) * 60.0)
-    assert sampling_budget_ms(CUDA_SAMPLING, 3.7, 60.0) < SAMPLING_FLOOR_MS
+    """An H100's CNN of 3.7 ms iterations, 156 ms into its profile when the samples start
+    (every other level has run before them): they may take 1.5× that, not the 250 ms floor
+    (which took them to 1.86× its profile); a long GPU profile lets them go further. A CPU's
+    budget stays 13 of the user's iterations, at least the floor."""
+    assert sampling_budget_ms(CUDA_SAMPLING, 3.7, 156.0) == pytest.approx(COST_BAR * 156.0)
+    assert sampling_budget_ms(CUDA_SAMPLING, 3.7, 156.0) < SAMPLING_FLOOR_MS
     assert sampling_budget_ms(CUDA_SAMPLING, 1.8, 300.0) > 45 * 1.8
     assert sampling_budget_ms(CPU_SAMPLING, 30.0, 300.0) == 13 * 30.0
     assert sampling_budget_ms(CPU_SAMPLING, 0.5, 5000.0) == SAMPLING_FLOOR_MS
