@@ -2,9 +2,9 @@
 small config (no download) with the three providers, a later cell loads the extension and runs
 ``%skyline`` (the providers' cell ran before the extension was loaded), at torch's own thread
 count. The report must hold no impossible value, mark every phase of the step, keep dragging
-on (after one more profile where the first said its samples scattered too much, as a newcomer
-does when the widget says so), and find the batch-size literal in the earlier cell for the
-drag to edit."""
+on (after up to two more profiles where one said its samples scattered too much, as a
+newcomer does when the widget says so), and find the batch-size literal in the earlier cell
+for the drag to edit."""
 
 from __future__ import annotations
 
@@ -21,14 +21,18 @@ USER_CELL = gpt2_cell(12, 32, vocab_size=1000, n_positions=32, n_embd=64, n_laye
                       bos_token_id=0, eos_token_id=0)
 
 # On a 2-core machine shared with the server, a profile's samples can scatter too much to trust
-# (the widget then turns dragging off and says so); a newcomer profiles once more, as it asks.
+# (the widget then turns dragging off and says so); a newcomer profiles again, as it asks, up to
+# twice more (CI once saw two refusals in a row, R² 0.89, while 3 runs alone kept the drag).
 AGAIN_CELL = '''\
 import skyline_nb
 from skyline_nb.report_checks import impossible_values
-first = skyline_nb.last_report()
-first_impossible = impossible_values(first)
-if not (first.models and first.models.can_manipulate):
+shown = skyline_nb.last_report()
+profiles, earlier_impossible = 1, impossible_values(shown)
+while profiles < 3 and not (shown.models and shown.models.can_manipulate):
     get_ipython().run_line_magic("skyline", "")
+    shown = skyline_nb.last_report()
+    profiles += 1
+    earlier_impossible += impossible_values(shown)
 '''
 
 CHECK_CELL = '''\
@@ -37,7 +41,8 @@ from skyline_nb.report_checks import impossible_values
 report = skyline_nb.last_report()
 print(json.dumps({
     "threads": torch.get_num_threads(),
-    "impossible": first_impossible + impossible_values(report),
+    "impossible": earlier_impossible + impossible_values(report),
+    "profiles": profiles,
     "batch": report.batch_size,
     "phases": [sorted(s.peak_by_phase) for s in report.samples],
     "drag": report.models.can_manipulate if report.models else None,
@@ -61,5 +66,5 @@ def test_a_transformers_model_defined_before_load_ext_profiles_and_is_editable(t
     assert found["batch"] == 12
     assert found["phases"] and all(p == ["backward", "forward", "loss", "optimizer"]
                                    for p in found["phases"]), found
-    assert found["drag"] is True, found["reason"]
+    assert found["drag"] is True, (found["profiles"], found["reason"])
     assert found["editable"] is True and found["literal"] == "12", found

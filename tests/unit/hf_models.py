@@ -1,15 +1,17 @@
 """Models written by someone else: Hugging Face ``transformers`` BERT, GPT-2, Llama, Mixtral (a
-mixture of experts), OPT, T5 and ViT built from small configs (nothing downloaded), with the
-training step their model cards write (AdamW, the loss the model computes from its labels).
+mixture of experts), OPT, T5, ViT and Whisper built from small configs (nothing downloaded),
+with the training step their model cards write (AdamW, the loss the model computes from its
+labels).
 
 Shared by ``test_transformers_models.py`` and ``benchmarks/user_steps.py --hf``. What they bring
 that our examples do not: a ``ModelOutput`` (an ordered dict) holding the loss, masks and
 position ids built inside forward, tied weights (GPT-2), rotary embeddings and grouped-query
 attention (Llama, Mixtral), experts chosen per token (Mixtral), learned positions and a
 projection (OPT), relative position buckets in an encoder-decoder (T5), patches from a
-convolution (ViT); and Python work between ops, which a profile counts as untracked time.
-``transformers`` is a test extra, never a runtime dependency: import this only where it is
-installed.
+convolution (ViT), log-mel frames through two convolutions into an encoder-decoder of ~1,300
+small ops a step (Whisper); and Python work between ops, which a profile counts as untracked
+time. ``transformers`` is a test extra, never a runtime dependency: import this only where it
+is installed.
 """
 
 from __future__ import annotations
@@ -115,6 +117,23 @@ def vit() -> Providers:  # patches from a convolution, images in, labels in
             _iteration(lambda pixels, labels: {"pixel_values": pixels, "labels": labels}))
 
 
+def whisper() -> Providers:  # speech: log-mel frames through convolutions, then an encoder-decoder
+    config = transformers.WhisperConfig(
+        vocab_size=VOCAB, d_model=64, encoder_layers=2, decoder_layers=2,
+        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+        decoder_ffn_dim=128, num_mel_bins=16, max_source_positions=50,
+        max_target_positions=LENGTH, decoder_start_token_id=1, pad_token_id=0,
+        bos_token_id=1, eos_token_id=2)
+
+    def input_provider(batch_size: int = 8) -> tuple:
+        generator = torch.Generator().manual_seed(0)
+        return (torch.randn(batch_size, 16, 100, generator=generator),
+                torch.randint(3, VOCAB, (batch_size, 12), generator=generator))
+
+    return (lambda: transformers.WhisperForConditionalGeneration(config), input_provider,
+            _iteration(lambda frames, labels: {"input_features": frames, "labels": labels}))
+
+
 ALL: dict[str, Callable[[], Providers]] = {
-    f.__name__: f for f in (bert, gpt2, llama, mixtral, opt, t5, vit)
+    f.__name__: f for f in (bert, gpt2, llama, mixtral, opt, t5, vit, whisper)
 }

@@ -1,6 +1,6 @@
 """Models written by someone else: Hugging Face ``transformers`` BERT, GPT-2, Llama, Mixtral (a
-mixture of experts), OPT, T5 and ViT (``hf_models.py``), built from small configs (no download),
-profiled at the default torch threads as a user would.
+mixture of experts), OPT, T5, ViT and Whisper (``hf_models.py``), built from small configs (no
+download), profiled at the default torch threads as a user would.
 
 ``transformers`` is a test extra (``pip install -e .[dev]``), never a runtime dependency. These
 models return a ``ModelOutput`` (an ordered dict) holding the loss, build masks and position
@@ -37,6 +37,7 @@ BATCH = 8
     ("opt", "model.decoder.layers.1"),
     ("t5", "encoder.block.1"),
     ("vit", "vit.layers.1"),
+    ("whisper", "model.encoder.layers.1"),
 ])
 def test_a_transformers_model_profiles_without_impossible_values(name, layer) -> None:
     provs = hf_models.ALL[name]()
