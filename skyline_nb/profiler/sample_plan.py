@@ -270,10 +270,15 @@ def _affordable(found: Samples, user_ms: float, timed_ms: Callable[[float], floa
 
 def _cost(found: Samples, user_ms: float, size: int,
           timed_ms: Callable[[float], float]) -> float:
-    """What measuring ``size`` is expected to take (``_cost_at``), at the time of the
-    nearest measured size scaled by the batch."""
-    near = min(found.times, key=lambda n: abs(n - size))
-    return _cost_at(user_ms, found.times[near] * max(1.0, size / near), timed_ms)
+    """What measuring ``size`` is expected to take (``_cost_at``), at ``expected_ms``."""
+    return _cost_at(user_ms, expected_ms(found.times, size), timed_ms)
+
+
+def expected_ms(times: dict[int, float], size: int) -> float:
+    """An iteration at ``size`` as expected before it is measured: the time of the nearest
+    measured size (``times``: ms by batch size), scaled by the batch above it."""
+    near = min(times, key=lambda n: abs(n - size))
+    return times[near] * max(1.0, size / near)
 
 
 def _cost_at(user_ms: float, at_ms: float, timed_ms: Callable[[float], float]) -> float:

@@ -22,8 +22,8 @@ from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
-from skyline_nb.profiler.progress import Reporter
-from skyline_nb.profiler.sample_plan import sample_curve
+from skyline_nb.profiler.progress import Reporter, covers
+from skyline_nb.profiler.sample_plan import expected_ms, sample_curve
 from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above, fails_below
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
@@ -106,7 +106,12 @@ def sample_sizes(
     precision = policy.precision
 
     def measure(n: int) -> tuple[int, float]:
-        reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user)
+        # the peak's window (an iteration of the user's, one at n) comes before the timing
+        known = {user: first.iteration_ms,
+                 **{m: t.ratio * first.iteration_ms for m, t in timings.items()}}
+        untimed_ms = first.iteration_ms + 1.5 * expected_ms(known, n)
+        reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user,
+                       timed=not covers(untimed_ms))
         try:
             # the widget scales by the two largest: a size above every one measured, not a
             # half between them (a tracked peak costs about one of the user's iterations)

@@ -50,7 +50,7 @@ from skyline_nb.profiler.memory_run import (
 from skyline_nb.profiler.peak import OPTIMIZER, PeakSnapshot
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.prints import held_prints
-from skyline_nb.profiler.progress import Progress, Reporter
+from skyline_nb.profiler.progress import Progress, Reporter, covers
 from skyline_nb.profiler.providers import InputsAtAnySize, build_trial
 from skyline_nb.profiler.range_ends import fitted_within_ends
 from skyline_nb.profiler.retained import kept_warning
@@ -184,8 +184,10 @@ def _instrumented(
     trial = warm.trial
     model = trial.model
     params = unique_parameters(model)
-    # the op timing after it is not drawn (``Progress.timed``): this stage names it
-    reporter.stage("measuring memory at the peak and what each op saves, then timing each op", 2)
+    # the op timing after it is not drawn (``Progress.timed``): this stage names it, where the
+    # memory run (two of the user's iterations at least) lasts long enough to draw it meanwhile
+    reporter.stage("measuring memory at the peak and what each op saves, then timing each op", 2,
+                   timed=not covers(2 * level1.iteration_ms))
     run = memory_run(trial, dev, user_code, warm.user_inputs, warnings)
     warm.tracked_step_peak = run.step_peak
     memory_ops, value = run.ops, run.value

@@ -1,0 +1,81 @@
+"""How often the issue's own notebook keeps its drag: issue 12's MLP, profiled in a real notebook.
+
+Issue 12's notebook: one cell with a 2-layer MLP (Linear 256→512, ReLU, Linear 512→10, SGD,
+cross entropy; ~0.7 ms steps on 2 cores) and its providers, a later cell `%load_ext
+skyline_nb` + `%skyline`, default torch threads. In a terminal its curve is trusted in every
+profile; in a notebook the browser and the server draw on the kernel's cores, and whatever
+they draw while iterations are timed scatters the samples. This runs that notebook in the test
+suite's isolated JupyterLab (or Notebook 7) in Debian chromium, re-profiles it from the widget
+``--profiles`` times in all, and prints for each profile whether dragging stayed on, its
+samples (read from the kernel out of band, as the browser tests do) and, when off, the reason.
+It measures the code as checked out: an A/B alternates runs over two checkouts.
+
+    PYTHONPATH=$PWD python benchmarks/notebook_drag.py [--profiles 12] [--frontend notebook7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from conftest import CHROMIUM, CHROMIUM_ARGS, FRONTENDS, JupyterServer, NotebookPage  # noqa: E402
+from notebook_cells import mlp_cell  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from test_cell_edit import _part  # noqa: E402
+from test_late_load import SHOWN, _kernel_value  # noqa: E402
+
+BATCH = 16
+CELLS = {"providers": mlp_cell(256, 512, 10, BATCH).rstrip("\n"),
+         "profile": "%load_ext skyline_nb\n%skyline"}
+WIDGET = '.jp-OutputArea [data-skyline="root"]'
+FACTS = ("(lambda r: (r.models.can_manipulate, r.models.reason, "
+         "[(s.batch_size, round(s.iteration_ms, 3)) for s in r.samples]))(" + SHOWN + ")")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--profiles", type=int, default=12, help="profiles, the first included")
+    parser.add_argument("--frontend", choices=sorted(FRONTENDS), default="lab")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as base, sync_playwright() as playwright:
+        server = JupyterServer(FRONTENDS[args.frontend][0], Path(base))
+        server.start()
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            notebook = NotebookPage(page, server, args.frontend)
+            notebook.write("issue12.ipynb", CELLS)
+            notebook.open()
+            notebook.run_all()
+            widget = page.locator(WIDGET)
+            for i in range(args.profiles):
+                if i:
+                    _part(widget, "reprofile").click()
+                    expect(_part(widget, "status")).to_be_visible()
+                    expect(_part(widget, "status")).to_be_hidden(timeout=120_000)
+                expect(_part(widget, "predicted-batch-size")).to_have_text(str(BATCH),
+                                                                           timeout=120_000)
+                rows.append(_kernel_value(notebook, FACTS))
+            notebook.shut_down_kernel()
+        finally:
+            browser.close()
+            server.stop()
+    print(f"# notebook_drag: {platform.node()}, {os.cpu_count()} CPUs, {args.frontend}, "
+          f"{args.profiles} profiles of issue 12's MLP at batch {BATCH}")
+    for i, (on, reason, samples) in enumerate(rows):
+        times = " ".join(f"{n}:{ms:.3f}" for n, ms in samples)
+        print(f"{i:2} {'on ' if on else 'OFF'} {times}" + ("" if on else f" | {reason}"))
+    print(f"dragging on in {sum(on for on, _, _ in rows)} of {len(rows)}: "
+          + "".join("." if on else "X" for on, _, _ in rows))
+
+
+if __name__ == "__main__":
+    main()
