@@ -34,11 +34,11 @@ from test_cell_edit import _drag, _edit_status, _part, _press, _ready, _saved
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
 MEASURED = 16
-# A cell as typed (no final break): an MLP of 2-4 ms iterations at default threads. The issue's
-# own 256-512-10 MLP runs 0.6-1 ms iterations whose times, beside chromium and the server on 2
-# cores, scattered too much to trust in 5-6 of 12 profiles (BENCHMARKS.md, "The widget's own
-# cost"): right for the user, a coin toss for a test of editing; this one: 11 of 12.
-PROVIDERS = mlp_cell(512, 2048, 10, MEASURED).rstrip("\n")
+# A cell as typed (no final break): the issue's own MLP (256-512-10, SGD, 0.6-1 ms iterations
+# at default threads). Beside chromium and the server on 2 cores its samples were too scattered
+# to trust in 19 of 96 JupyterLab profiles while every stage drew a progress message, 4 of 72
+# since (Notebook 7: 10 of 48; BENCHMARKS.md, session 28): a refusal is re-profiled (_ready).
+PROVIDERS = mlp_cell(256, 512, 10, MEASURED).rstrip("\n")
 PROFILE = "%load_ext skyline_nb\n%skyline"
 DRAG_BOUND = 8  # the drag stays within 8x the largest measured batch size (issue 12)
 # The report the widget shows now: the kernel side's latest profile, a Re-profile's included
