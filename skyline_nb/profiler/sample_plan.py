@@ -283,9 +283,14 @@ def expected_ms(times: dict[int, float], size: int) -> float:
 
 def _cost_at(user_ms: float, at_ms: float, timed_ms: Callable[[float], float]) -> float:
     """What measuring a size of ``at_ms`` iterations is expected to take: the peak's window
-    (an iteration on the user's inputs, one tracked at the size, about 1.5× its time) and the
-    timed iterations (``timed_ms``)."""
-    return user_ms + 1.5 * at_ms + timed_ms(at_ms)
+    and the timed iterations (``timed_ms``)."""
+    return peak_window_ms(user_ms, at_ms) + timed_ms(at_ms)
+
+
+def peak_window_ms(user_ms: float, at_ms: float) -> float:
+    """The peak's window at a size of ``at_ms`` iterations, before its timed ones: an iteration
+    on the user's inputs and one tracked at the size, about 1.5× its time."""
+    return user_ms + 1.5 * at_ms
 
 
 def _fits(target: int, peaks: dict[int, int], capacity: int) -> int | None:

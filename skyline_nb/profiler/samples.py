@@ -23,7 +23,7 @@ from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.progress import Reporter, covers
-from skyline_nb.profiler.sample_plan import expected_ms, sample_curve
+from skyline_nb.profiler.sample_plan import expected_ms, peak_window_ms, sample_curve
 from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above, fails_below
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
@@ -106,10 +106,9 @@ def sample_sizes(
     precision = policy.precision
 
     def measure(n: int) -> tuple[int, float]:
-        # the peak's window (an iteration of the user's, one at n) comes before the timing
         known = {user: first.iteration_ms,
                  **{m: t.ratio * first.iteration_ms for m, t in timings.items()}}
-        untimed_ms = first.iteration_ms + 1.5 * expected_ms(known, n)
+        untimed_ms = peak_window_ms(first.iteration_ms, expected_ms(known, n))
         reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user,
                        timed=not covers(untimed_ms))
         try:
