@@ -8,14 +8,18 @@ they draw while iterations are timed scatters the samples. This runs that notebo
 suite's isolated JupyterLab (or Notebook 7) in Debian chromium, re-profiles it from the widget
 ``--profiles`` times in all, and prints for each profile whether dragging stayed on, its
 samples (read from the kernel out of band, as the browser tests do) and, when off, the reason.
-It measures the code as checked out: an A/B alternates runs over two checkouts.
+It measures the code as checked out: an A/B alternates runs over two checkouts. ``--threads
+N`` sets torch's thread count in a first cell; ``--load`` runs it all beside one spinning
+process (``spinner.py``).
 
     PYTHONPATH=$PWD python benchmarks/notebook_drag.py [--profiles 12] [--frontend notebook7]
+    PYTHONPATH=$PWD python benchmarks/notebook_drag.py --threads 1 --load
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
@@ -28,6 +32,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from conftest import CHROMIUM, CHROMIUM_ARGS, FRONTENDS, JupyterServer, NotebookPage  # noqa: E402
 from notebook_cells import mlp_cell  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
+from spinner import spinning  # noqa: E402
 from test_cell_edit import _part  # noqa: E402
 from test_late_load import SHOWN, _kernel_value  # noqa: E402
 
@@ -43,16 +48,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profiles", type=int, default=12, help="profiles, the first included")
     parser.add_argument("--frontend", choices=sorted(FRONTENDS), default="lab")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads")
+    parser.add_argument("--load", action="store_true", help="beside one spinning process")
     args = parser.parse_args()
+    cells = CELLS if args.threads is None else {
+        "threads": f"import torch\ntorch.set_num_threads({args.threads})", **CELLS}
     rows = []
-    with tempfile.TemporaryDirectory() as base, sync_playwright() as playwright:
+    with (tempfile.TemporaryDirectory() as base, sync_playwright() as playwright,
+          spinning(False) if args.load else contextlib.nullcontext()):
         server = JupyterServer(FRONTENDS[args.frontend][0], Path(base))
         server.start()
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             notebook = NotebookPage(page, server, args.frontend)
-            notebook.write("issue12.ipynb", CELLS)
+            notebook.write("issue12.ipynb", cells)
             notebook.open()
             notebook.run_all()
             widget = page.locator(WIDGET)
@@ -69,6 +79,7 @@ def main() -> None:
             browser.close()
             server.stop()
     print(f"# notebook_drag: {platform.node()}, {os.cpu_count()} CPUs, {args.frontend}, "
+          f"threads {args.threads or 'default'}, {'loaded' if args.load else 'quiet'}, "
           f"{args.profiles} profiles of issue 12's MLP at batch {BATCH}")
     for i, (on, reason, samples) in enumerate(rows):
         times = " ".join(f"{n}:{ms:.3f}" for n, ms in samples)
