@@ -10,10 +10,11 @@ suite's isolated JupyterLab (or Notebook 7) in Debian chromium, re-profiles it f
 samples (read from the kernel out of band, as the browser tests do) and, when off, the reason.
 It measures the code as checked out: an A/B alternates runs over two checkouts. ``--threads
 N`` sets torch's thread count in a first cell; ``--load`` runs it all beside one spinning
-process (``spinner.py``).
+process (``spinner.py``); ``--probe`` prints what each timing saw (``timing_probe.py``).
 
     PYTHONPATH=$PWD python benchmarks/notebook_drag.py [--profiles 12] [--frontend notebook7]
     PYTHONPATH=$PWD python benchmarks/notebook_drag.py --threads 1 --load
+    PYTHONPATH=$PWD python benchmarks/notebook_drag.py --frontend notebook7 --probe
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ CELLS = {"providers": mlp_cell(256, 512, 10, BATCH).rstrip("\n"),
          "profile": "%load_ext skyline_nb\n%skyline"}
 WIDGET = '.jp-OutputArea [data-skyline="root"]'
 FACTS = ("(lambda r: (r.models.can_manipulate, r.models.reason, "
-         "[(s.batch_size, round(s.iteration_ms, 3)) for s in r.samples]))(" + SHOWN + ")")
+         "[(s.batch_size, round(s.iteration_ms, 3)) for s in r.samples], "
+         "any('pace changed' in w for w in r.warnings)))(" + SHOWN + ")")
+PROBE = (f"import sys\nsys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+         "import timing_probe\ntiming_probe.install()")
+TAKE = "__import__('timing_probe').take()"
 
 
 def main() -> None:
@@ -50,9 +55,12 @@ def main() -> None:
     parser.add_argument("--frontend", choices=sorted(FRONTENDS), default="lab")
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     parser.add_argument("--load", action="store_true", help="beside one spinning process")
+    parser.add_argument("--probe", action="store_true",
+                        help="print each timing's record (timing_probe.py) under its profile")
     args = parser.parse_args()
     cells = CELLS if args.threads is None else {
         "threads": f"import torch\ntorch.set_num_threads({args.threads})", **CELLS}
+    cells = {"probe": PROBE, **cells} if args.probe else cells
     rows = []
     with (tempfile.TemporaryDirectory() as base, sync_playwright() as playwright,
           spinning(False) if args.load else contextlib.nullcontext()):
@@ -73,7 +81,8 @@ def main() -> None:
                     expect(_part(widget, "status")).to_be_hidden(timeout=120_000)
                 expect(_part(widget, "predicted-batch-size")).to_have_text(str(BATCH),
                                                                            timeout=120_000)
-                rows.append(_kernel_value(notebook, FACTS))
+                rows.append((*_kernel_value(notebook, FACTS),
+                             _kernel_value(notebook, TAKE) if args.probe else []))
             notebook.shut_down_kernel()
         finally:
             browser.close()
@@ -81,11 +90,17 @@ def main() -> None:
     print(f"# notebook_drag: {platform.node()}, {os.cpu_count()} CPUs, {args.frontend}, "
           f"threads {args.threads or 'default'}, {'loaded' if args.load else 'quiet'}, "
           f"{args.profiles} profiles of issue 12's MLP at batch {BATCH}")
-    for i, (on, reason, samples) in enumerate(rows):
+    if args.probe:
+        print("# probe: start s, wall ms, iterations, median ms, waited, kernel CPU ms, "
+              "run-queue ms; the headline first")
+    for i, (on, reason, samples, rebased, records) in enumerate(rows):
         times = " ".join(f"{n}:{ms:.3f}" for n, ms in samples)
-        print(f"{i:2} {'on ' if on else 'OFF'} {times}" + ("" if on else f" | {reason}"))
-    print(f"dragging on in {sum(on for on, _, _ in rows)} of {len(rows)}: "
-          + "".join("." if on else "X" for on, _, _ in rows))
+        print(f"{i:2} {'on ' if on else 'OFF'} {times}" + (" (scaled: pace)" if rebased else "")
+              + ("" if on else f" | {reason}"))
+        for record in records:
+            print("     ", record)
+    print(f"dragging on in {sum(row[0] for row in rows)} of {len(rows)}: "
+          + "".join("." if row[0] else "X" for row in rows))
 
 
 if __name__ == "__main__":

@@ -207,6 +207,12 @@ class WarmTrial:
         again = self._sample(earlier.batch_size, more, precision)
         return min((merged, earlier, again), key=lambda s: abs(math.log(s.ratio / expected)))
 
+    def time_users_batch(self, precision: Precision = SAMPLE) -> SampleTiming:
+        """The user's batch timed again as a sample is, beside the others (after an untimed
+        iteration: the sizes before it left the allocator another shape), over its headline."""
+        return self._sample(self.user.batch_size,
+                            self._timed(self.user_inputs, precision, untimed=1), precision)
+
     def _timed(self, inputs: Inputs, precision: Precision, untimed: int = 0) -> Timing:
         """Iterations on ``inputs``, after ``untimed`` ones (new input tensors: the first
         iteration on them faults memory in, ``time_at``'s reason); back to the user's after."""

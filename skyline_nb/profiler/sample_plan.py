@@ -51,7 +51,12 @@ only where the samples ask for it and the time budget allows:
   other sizes expects there: ``WarmTrial.time_again`` keeps whichever of its two timings, or
   both merged, agrees with them), each at most once: a CPU's sample is 2–3 iterations, and on a
   shared machine two of them can both sit 20–40 % off (an LSTM's ½× read 25.4 ms beside
-  22.9 ms at the user's 16; a plain loop: 18 and 21 ms). The first such retime may go beyond
+  22.9 ms at the user's 16; a plain loop: 18 and 21 ms). The user's batch too, where it is the
+  one furthest off: the host's pace moves for seconds, and the headline may have been timed
+  in another pace than every sample after it (issue 12's MLP in Notebook 7: 16 at 0.50 ms,
+  its samples all ~30 % faster, 2 of 12 profiles refused; BENCHMARKS.md, session 29); timed
+  again beside them, it tells by how much, and they are scaled to the headline (``_rebase``),
+  which stays what the user's loop measured. The first such retime may go beyond
   that allowance when it costs under ``CHEAP_RETIME`` of the budget: on a GPU a sample is
   timed over ≥ 30 ms, the samples alone spend the budget, and one stalled block refused the
   example CNN's curve in 2 of 3 profiles on an H100 (its 16 read 9.42 ms, 3.2 ms in the
@@ -105,6 +110,9 @@ class Samples:
     refused: list[Refusal] = field(default_factory=list)  # where the providers raised
     # ... at a size between two that ran (a half): no end of the drag range, said apart
     between: list[Refusal] = field(default_factory=list)
+    # the user's batch timed again beside the samples, over its headline; the other sizes'
+    # times are divided by it (``_rebase``; 1.0: never)
+    base: float = 1.0
 
 
 def sample_curve(
@@ -140,7 +148,7 @@ def sample_curve(
         except SizeFailed as exc:
             found.refused.append(exc.refusal)
             raise
-        found.times[n] = ms
+        found.times[n] = ms / found.base
         estimated += _cost_at(user_ms, ms, timed_ms)
         return peak
 
@@ -169,7 +177,7 @@ def sample_curve(
         target = None if target is None or _refused(found, target, user) else target
         if (target is None
                 or spent_ms + over * _cost(found, user_ms, target, timed_ms) > allowed_ms):
-            again = (_most_off(found, curve, user, retimed)
+            again = (_most_off(found, curve, user, retimed, tolerance)
                      if untrusted and retime is not None else None)
             if again is None:
                 break
@@ -181,8 +189,12 @@ def sample_curve(
             if spent_ms + again_ms > allowed_ms and (retimed
                                                      or again_ms > CHEAP_RETIME * budget_ms):
                 break
-            found.times[again] = retime(again, expected)
+            now_ms = retime(again, None if expected is None else expected * found.base)
             retimed.add(again)
+            if again == user:
+                _rebase(found, user, now_ms, expected, tolerance)
+            else:
+                found.times[again] = now_ms / found.base
             continue
         try:
             peak = peak_at(target)
@@ -248,11 +260,39 @@ def _refused(found: Samples, size: int, user: int) -> bool:
                for r in found.refused)
 
 
-def _most_off(found: Samples, curve: Curve, user: int, retimed: set[int]) -> int | None:
-    """The sample (not the user's: the headline is timed longest) furthest from the curve,
-    relative, not yet timed again; None when every one was."""
-    left = [n for n in found.peaks if n != user and n not in retimed]
+def _most_off(found: Samples, curve: Curve, user: int, retimed: set[int],
+              tolerance: float) -> int | None:
+    """The size furthest from the curve, relative, not yet timed again; None when every one
+    was. The user's only where the other sizes, three or more, agree on a curve of their own
+    (``_rebase``): else its headline, timed longest, is the one to believe."""
+    others = sorted(n for n in found.peaks if n != user)
+    user_too = (len(others) >= 3
+                and not fit_time(others, [found.times[n] for n in others], tolerance)[1])
+    left = [n for n in found.peaks if n not in retimed and (n != user or user_too)]
     return max(left, key=lambda n: abs(found.times[n] / curve(n) - 1), default=None)
+
+
+def _rebase(found: Samples, user: int, now_ms: float, expected: float | None,
+            tolerance: float) -> None:
+    """The user's batch, timed again beside the samples in ``now_ms``, sits within
+    ``tolerance`` of what the other sizes' curve ``expected`` there, where its headline does
+    not: the machine's pace moved between the headline and the samples, which agree with each
+    other. Their times are divided by that move (``Samples.base``, later sizes' too), so the
+    curve keeps their shape through the headline, which stays what the user's loop measured
+    (the report's iteration and its breakdown). Else nothing changes: the samples are timed
+    again."""
+    headline = found.times[user]
+    if expected is None or not _near(now_ms, expected, tolerance) or _near(headline, expected,
+                                                                           tolerance):
+        return
+    found.base = now_ms / headline
+    for n in found.times:
+        if n != user:
+            found.times[n] /= found.base
+
+
+def _near(ms: float, expected: float, tolerance: float) -> bool:
+    return abs(ms / expected - 1) <= tolerance
 
 
 def _expected(found: Samples, size: int, tolerance: float) -> float | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from skyline_nb.categories import Categories
 from skyline_nb.export.units import format_ms
@@ -124,6 +124,8 @@ def sample_sizes(
 
     def retime(n: int, expected_ms: float | None) -> float:
         reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user, timed=True)
+        if n == user:  # beside the samples; the headline stays (``sample_plan._rebase``)
+            return warm.time_users_batch(precision).ratio * first.iteration_ms
         expected = None if expected_ms is None else expected_ms / first.iteration_ms
         timings[n] = warm.time_again(timings[n], precision, expected)
         return timings[n].ratio * first.iteration_ms
@@ -136,7 +138,11 @@ def sample_sizes(
                                      1000.0 * reporter.profile_s()),
         timed_ms=lambda ms: precision.quiet_ms(ms, dev.min_chunk),
         retime=retime, reach=policy.reach, between=policy.between)
-    chosen = [timings[n] for n in found.peaks if n != user]
+    # each size over the headline as the plan holds it (scaled where it rebased)
+    chosen = [replace(timings[n], ratio=found.times[n] / first.iteration_ms)
+              for n in found.peaks if n != user]
+    if found.base != 1.0:
+        warnings.append(pace_warning(user, first.iteration_ms, found.base))
     busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:
         warnings.append(
@@ -146,6 +152,13 @@ def sample_sizes(
     phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
     return Sampled(found.peaks, warm.categories_at, chosen, found.reason, tolerance, phases,
                    found.refused, found.between)
+
+
+def pace_warning(user: int, headline_ms: float, base: float) -> str:
+    """What ``sample_plan._rebase`` did, in the user's numbers."""
+    return (f"the machine's pace changed during the profile: batch size {user}, timed again "
+            f"beside the other sizes, took {format_ms(base * headline_ms)} against the "
+            f"headline's {format_ms(headline_ms)}; their times are scaled to the headline's")
 
 
 def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
