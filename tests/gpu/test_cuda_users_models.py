@@ -46,7 +46,7 @@ def test_the_drag_range_ends_where_the_users_code_fails_on_cuda() -> None:
     assert impossible_values(report) == []
 
 
-HF = ["bert", "gpt2", "llama", "mixtral", "opt", "t5", "vit"]
+HF = ["bert", "gpt2", "llama", "mixtral", "opt", "t5", "vit", "whisper"]
 
 
 @functools.cache
