@@ -14,9 +14,11 @@ from scripted_machine import Machine, sample
 from test_sample_plan import scripted_warm_trial
 
 from skyline_nb.categories import Categories
+from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler import samples
 from skyline_nb.profiler.device import resolve_device
 from skyline_nb.profiler.progress import Reporter
+from skyline_nb.profiler.sample_plan import Samples
 
 # Profile 6 of the probe (ms): the samples and each one timed again, the headline at 16.
 FIRST = {4: 0.291, 8: 0.324, 32: 0.413, 64: 0.577, 128: 0.834, 256: 1.349, 512: 2.427,
@@ -26,7 +28,7 @@ AGAIN = {4: 0.293, 8: 0.326, 32: 0.419, 64: 0.561, 128: 0.819, 256: 1.256, 512: 
 HEADLINE = 0.502
 
 
-def nb7_profile(user_again: float) -> tuple[Machine, list[int], object]:
+def nb7_profile(user_again: float) -> tuple[Samples, list[int], PerformanceModels]:
     """The probe's profile 6 on a scripted machine; the user's batch timed again reads
     ``user_again``."""
     machine = Machine(lambda n: HEADLINE if n == 16 else FIRST[n])
