@@ -60,12 +60,15 @@ def run_body(shell: Any, body: str, by_cell: Mapping[str, LiveProfile]) -> Sourc
 def pending_edit(previous: LiveProfile, full: str, prefix: str) -> str | None:
     """``full`` with the batch size dragged in ``previous``'s widget written in, or None.
 
-    None when nothing was dragged, or the literal no longer holds the profiled value (a hand
-    edit wins over a drag), or is gone or ambiguous, or lies in ``prefix`` (the magic's line).
+    None when nothing was dragged, or the front end already wrote the dragged value into the
+    cell (whatever the cell holds now is the user's: an undone edit stays undone), or the
+    literal no longer holds the profiled value (a hand edit wins over a drag), or is gone or
+    ambiguous, or lies in ``prefix`` (the magic's line).
     """
-    report = previous.report
-    wanted = previous.widget.selected_batch_size
-    if report is None or wanted is None or wanted == report.batch_size:
+    report, widget = previous.report, previous.widget
+    wanted = widget.selected_batch_size
+    if report is None or wanted is None or wanted in (report.batch_size,
+                                                      widget.written_batch_size):
         return None
     try:
         edited = source_edit.rewrite_batch_size(

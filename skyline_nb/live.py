@@ -161,7 +161,8 @@ class LiveProfile:
                 )
                 report.source = self._locate(report.batch_size)
                 self.report = report
-                self.widget.selected_batch_size = None
+                self.widget.selected_batch_size = self.widget.written_batch_size = None
+                self.widget.measurement = {}  # taken against the report this one replaces
                 self.widget.report = report.to_dict()
                 self.widget.edit_target = _edit_target(report.source)
         except BaseException as exc:

@@ -121,6 +121,17 @@ function viaSharedModel(model, edit) {
   return { ...writeEdit(cell, edit), via: "shared-model" };
 }
 
+/**
+ * Tell the kernel the cell holds `batch` by our hand: its next `%%skyline` run then leaves the
+ * cell as it finds it (the user may have undone the edit), instead of writing the drag in again
+ * as it does for one no front-end path could write (fallback (c), `cellbody.pending_edit`).
+ */
+function markWritten(model, batch) {
+  if (typeof model?.set !== "function") return;
+  model.set("written_batch_size", batch);
+  model.save_changes?.();
+}
+
 /** What a successful edit tells the user (the same whichever way it went). */
 const edited = (was, text) => `Set the batch size to ${text} in the source cell (was ${was}). Ctrl+Z in that cell undoes it.`;
 
@@ -143,7 +154,10 @@ export async function applyEdit({ el, model, report, batch }) {
   const where = await locateEdit(model, readCurrentSource(el, model, cell.cellId), target, batch);
   if (where.error) return manual(`Not edited: ${where.error}`);
   const edit = { cellId: cell.cellId, start: where.start, end: where.end, expected: where.expected, text: where.text };
-  const done = (via) => ({ ok: true, via, message: edited(edit.expected, edit.text) });
+  const done = (via) => {
+    markWritten(model, batch);
+    return { ok: true, via, message: edited(edit.expected, edit.text) };
+  };
   let refused = null;
   const answered = askHost(el, EVENTS.EDIT, edit);
   if (answered) {

@@ -58,7 +58,9 @@ describe("through the companion extension", () => {
     expect(first).toMatchObject({ ok: true, via: "event" });
     expect(texts(cells)).toEqual(["import torch", code.replace("batch_size=32", "batch_size=48"), "%load_ext skyline_nb\n%skyline"]);
     expect(model.get("edit_target")).toMatchObject({ cell_id: "providers", start_utf16: report.source.start_utf16 });
-    expect(model.saved).toBe(1); // synced: the kernel adopts the id
+    // synced twice: the id, which the kernel adopts, and the batch size written by our hand
+    expect(model.saved).toBe(2);
+    expect(model.get("written_batch_size")).toBe(48);
 
     // The text no longer matches what ran: the id found the first time leads to the cell, and
     // the kernel locates the literal in its text now.

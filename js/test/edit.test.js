@@ -82,6 +82,20 @@ describe("applyEdit: (a) event, (b) shared model, (c) copyable text", () => {
     expect(cell.source).toBe(report.source.code.replace("batch_size=32", "batch_size=128"));
   });
 
+  test("an edit the widget wrote tells the kernel, so an undo in the cell stays undone", async () => {
+    const report = loadReport("small");
+    const { shared } = sharedNotebook(report.source.cell_id, report.source.code);
+    const set = {};
+    const model = { ...managed(shared), set: (k, v) => { set[k] = v; }, save_changes: () => { set.saved = true; } };
+    await applyEdit({ el: document.createElement("div"), model, report, batch: 128 });
+    expect(set).toEqual({ written_batch_size: 128, saved: true });
+    const refused = {};
+    const plain = { get: () => ({}), set: (k, v) => { refused[k] = v; } };
+    const result = await applyEdit({ el: document.createElement("div"), model: plain, report, batch: 64 });
+    expect(result.via).toBe("manual");
+    expect(refused).toEqual({}); // nothing written: the kernel's next %%skyline run writes it
+  });
+
   test("(b) an internal API that throws falls through to (c)", async () => {
     const report = loadReport("small");
     const model = { get: () => ({}), get widget_manager() { throw new Error("no"); } };

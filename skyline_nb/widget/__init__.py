@@ -49,6 +49,10 @@ class SkylineWidget(anywidget.AnyWidget):
         status: progress text while the kernel profiles ("" when idle).
         error: a readable error to show instead of (or above) the report ("" when none).
         selected_batch_size: set by the front end when a drag ends; None before any drag.
+        written_batch_size: set by the front end when it wrote a batch size into the source
+            cell itself; None while it has not. The kernel writes a drag into the cell at its
+            next ``%%skyline`` run only where no front-end path did (``cellbody.pending_edit``):
+            an edit the front end made and the user undid stays undone.
         edit_target: where the batch-size literal lives ({cell_id, start_utf16, end_utf16,
             value}), or {} when the source cannot be edited (the reason is in ``report.source``).
         measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
@@ -66,6 +70,7 @@ class SkylineWidget(anywidget.AnyWidget):
     status = traitlets.Unicode("").tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     selected_batch_size = traitlets.Int(None, allow_none=True).tag(sync=True)
+    written_batch_size = traitlets.Int(None, allow_none=True).tag(sync=True)
     edit_target = traitlets.Dict().tag(sync=True)
     measurement = traitlets.Dict().tag(sync=True)
     live = traitlets.Bool(False).tag(sync=True)

@@ -32,6 +32,8 @@ from test_cell_edit import (
     _drag,
     _edit_status,
     _edited,
+    _editor,
+    _open,
     _part,
     _ready,
     _saved,
@@ -187,6 +189,23 @@ def test_rerunning_the_edited_cell_reprofiles_then_a_syntax_error_shows(notebook
     _shot(notebook, _cell(notebook, 2), "syntax-error-in-source")
     _run_cell(notebook, 3)
     expect(_cell(notebook, 3).locator(".jp-OutputArea")).to_contain_text("kernel ok 42")
+
+
+@pytest.mark.parametrize("frontend", ["lab"])
+def test_a_drag_undone_in_the_cell_stays_undone_when_the_cell_magic_runs_again(notebook):
+    """A drag wrote the literal into a `%%skyline` cell, Ctrl+Z there undid it, and the cell
+    ran again: it profiles the cell as it reads. (The kernel once wrote the dragged value back
+    in, as it does for a drag no front-end path could write, and profiled that.)"""
+    cells = {"setup": SETUP, "providers": f"%%skyline {BUDGET}\n" + PROVIDERS}
+    widget = _open(notebook, "edit-undo-rerun", cells)
+    up = _drag(notebook, widget, "memory", -4, lambda b: b > 32)
+    _edited(widget, 32, up)
+    _editor(notebook, cells, "providers").click()
+    notebook.page.keyboard.press("Control+z")
+    assert _saved(notebook) == cells
+    _run_cell(notebook, 1)
+    _ready(_widget_in(_cell(notebook, 1)), 32)
+    assert _saved(notebook) == cells
 
 
 def _run_cell_async(notebook, index: int) -> None:

@@ -144,6 +144,9 @@ def test_batch_size_variable(ip):
     assert live.widget.error == ""
     assert live.widget.measurement["batch_size"] == 5
     assert ip.user_ns["batch_size"] == 10  # the global is restored
+    # Re-profile: the measurement belonged to the report it replaces
+    live._on_msg(live.widget, {"kind": "reprofile"}, [])
+    assert live.widget.error == "" and live.widget.measurement == {}
 
 
 def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
@@ -154,6 +157,21 @@ def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
     assert run(ip, cell, "cell-l").success
     assert skyline_nb.last_report().batch_size == 7
     assert ip.rl_next_input == cell.replace("batch_size=12", "batch_size=7")
+
+
+def test_a_drag_the_front_end_wrote_and_the_user_undid_stays_undone(ip):
+    """The front end wrote 7 into the cell; the user pressed Ctrl+Z there and ran the cell as
+    it reads again (12): the kernel does not write the drag in a second time."""
+    cell = "%%skyline --no-predict\n" + PROVIDERS.rstrip("\n")
+    assert run(ip, cell, "cell-u").success
+    live = ip._skyline_nb_magics.by_cell["cell-u"]
+    live.widget.selected_batch_size = live.widget.written_batch_size = 7
+    ip.rl_next_input = None
+    assert run(ip, cell, "cell-u").success
+    assert skyline_nb.last_report().batch_size == 12
+    assert ip.rl_next_input is None
+    fresh = ip._skyline_nb_magics.by_cell["cell-u"].widget  # the new profile's widget
+    assert fresh.selected_batch_size is None and fresh.written_batch_size is None
 
 
 def test_output_exports_the_profile_shown_while_its_providers_are_unchanged(ip, tmp_path):
