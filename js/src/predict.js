@@ -241,15 +241,16 @@ export class Predictor {
 
   /**
    * The top of the drag range, in [1, MAX_BATCH_SIZE]: the smallest of the largest batch whose
-   * predicted peak fits the capacity (only when memory bounds it), 8× the largest measured
-   * batch and the size below failsAt. Throws like Python without a memory line, even when a
-   * value was stored.
+   * predicted peak fits the capacity (when memory bounds it; else a CPU's free RAM, where the
+   * memory grows and the RAM is known), 8× the largest measured batch and the size below
+   * failsAt. Throws like Python without a memory line, even when a value was stored.
    */
   maxBatchSize() {
     need(this.memory);
     if (this.storedMaxBatchSize !== null) return this.storedMaxBatchSize;
     const limits = [MAX_BATCH_SIZE];
-    if (this.memoryBound) limits.push(this.capacityLimit());
+    const grows = this.memoryLines[this.memoryLines.length - 1].slope > 0;
+    if (this.memoryBound || (grows && this.capacityBytes > 0)) limits.push(this.capacityLimit());
     if (this.measuredRange !== null) {
       const reach = this.timeShape === "flat" ? FLAT_EXTRAPOLATION_LIMIT : EXTRAPOLATION_LIMIT;
       limits.push(reach * this.measuredRange[1]);

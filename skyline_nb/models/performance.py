@@ -16,7 +16,9 @@ time is positive and finite, the peak is positive, and ``max_throughput`` is the
 predicted throughput there and at least every measured throughput. The throughput may fall
 where time per sample grows with the batch (a CPU past its caches): that is what a user gets.
 The range ends at the memory capacity when that is a real bound (``memory_bound``: GPU memory
-or a CPU budget the user gave; a CPU's free RAM is no bound a user means) and at
+or a CPU budget the user gave; a CPU's free RAM is no bound a user means, but no range passes
+it either: a profile at batch 2,000,000 once offered "Measure at 32000000", 53.6 GiB on a
+machine with 22.4 GiB free) and at
 ``EXTRAPOLATION_LIMIT`` times the largest measured batch size (``FLAT_EXTRAPOLATION_LIMIT``
 when the time did not grow over the samples: "launch-bound up to at least N" says nothing of
 where it starts to grow), and below ``fails_at``, a batch size where the user's code raised;
@@ -282,13 +284,14 @@ class PerformanceModels:
         """The top of the drag range, in [1, MAX_BATCH_SIZE].
 
         The smaller of: the largest batch whose predicted peak fits the capacity,
-        ⌊curve⁻¹(capacity)⌋ (only when ``memory_bound``; 1 when memory does not grow or the
-        capacity is unknown), ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a
-        flat time) × the largest measured batch size, and the size below ``fails_at``.
+        ⌊curve⁻¹(capacity)⌋ (when ``memory_bound``, 1 when memory does not grow or the
+        capacity is unknown; otherwise, a CPU's free RAM, only where both are known),
+        ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a flat time) × the largest
+        measured batch size, and the size below ``fails_at``.
         """
         memory = self._need(self.memory)
         limits = [MAX_BATCH_SIZE]
-        if self.memory_bound:
+        if self.memory_bound or (memory.slope > 0 and self.capacity_bytes > 0):
             limits.append(self._capacity_limit(memory))
         if self.measured_range is not None:
             flat = self.time is not None and self.time.shape == FLAT

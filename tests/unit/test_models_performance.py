@@ -177,6 +177,19 @@ def test_max_batch_size_is_the_largest_that_fits() -> None:
     assert models.predict_peak_bytes(101) > models.capacity_bytes
 
 
+def test_a_cpu_without_a_budget_is_not_bounded_by_its_ram_but_never_passes_it() -> None:
+    """Free RAM is no bound a user means: the range is 8× the samples where that fits; where it
+    does not (issue 12's walkthrough: 53.6 GiB offered at batch 32,000,000 on a machine with
+    22.4 GiB free), the range ends where the predicted peak still fits."""
+    roomy = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=GIB, memory_bound=False)
+    assert roomy.max_batch_size() == EXTRAPOLATION_LIMIT * 32
+    tight = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=110_000, memory_bound=False)
+    assert tight.max_batch_size() == 100 and tight.can_manipulate
+    assert tight.predict_peak_bytes(100) <= tight.capacity_bytes
+    unknown = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=0, memory_bound=False)
+    assert unknown.max_batch_size() == EXTRAPOLATION_LIMIT * 32
+
+
 def test_capacity_below_one_sample_still_allows_batch_one_but_no_drag() -> None:
     models = given(1.0, 3.0, c=1000.0, d=10_000.0, capacity=5_000)
     assert models.max_batch_size() == 1
