@@ -154,8 +154,10 @@ def sample_curve(
 
     first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
                             multiples=FIRST, max_points=2)
-    # ½× when 2× grew; where the user's code refuses ½× (an even batch, batch norm at 1): 4×
-    for third in (HALF, FAR) if _grows(first, found.times, user, tolerance) else (FAR,):
+    # ½× when 2× grew; where there is none (batch 1: its profile once stopped at 1 and 2) or
+    # the user's code refuses it (an even batch, batch norm at 1): 4×
+    halves = user > 1 and _grows(first, found.times, user, tolerance)
+    for third in (HALF, FAR) if halves else (FAR,):
         found.peaks, found.reason = choose_sizes(
             peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
             known=first, refused=list(found.refused))

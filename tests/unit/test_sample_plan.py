@@ -64,6 +64,16 @@ def test_a_straight_line_reaches_4x_where_the_budget_allows_and_cheap_ones_quart
     assert sorted(found.peaks) == [4, 8, 16, 32, 64]  # 4× and ¼× too
 
 
+def test_a_profile_at_batch_1_goes_to_4x_where_no_half_exists() -> None:
+    """A CNN profiled at batch 1 measured 1 and 2 and said "predictions need 3": 2× grew, so
+    the plan asked for ½×, which batch 1 has not. 4× takes its place."""
+    machine = Machine(lambda n: 2.0 * n + 1.0)
+    found, models = sample(machine, 1, budget_ms=13 * machine.time(1) + 250.0)
+    assert sorted(found.peaks)[:3] == [1, 2, 4] and found.reason is None
+    assert models.can_manipulate
+    assert models.predict_iteration_ms(3) == pytest.approx(machine.time(3), rel=1e-9)
+
+
 def test_super_linear_time_is_followed_through_the_samples() -> None:
     machine = Machine(lambda n: 0.2 * n ** 1.3)  # time per sample grows with the batch
     found, models = sample(machine, 16)
@@ -359,6 +369,8 @@ def test_halves_are_not_categorized(monkeypatch) -> None:
                                   lambda: 0.2 * state["size"] + 0.4)
     monkeypatch.setattr(samples, "CPU_SAMPLING",
                         dataclasses.replace(samples.CPU_SAMPLING, between=True))
-    sampled = samples.sample_sizes(warm, resolve_device("cpu"), [], Reporter(None, True))
+    reporter = Reporter(None, True)
+    reporter.started -= 1.0  # the profile's real second so far: the floor's budget, not the bar's
+    sampled = samples.sample_sizes(warm, resolve_device("cpu"), [], reporter)
     assert sorted(sampled.peaks) == [2, 4, 8, 12, 16, 24, 32], sorted(sampled.peaks)
     assert sorted(sampled.categories) == [16, 32]
