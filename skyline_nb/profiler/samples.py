@@ -53,9 +53,9 @@ class SamplingPolicy:
 
 # A CPU: samples timed as ``timing.SAMPLE`` says; 13 of the user's iterations, so that with
 # the profile's own ~17 the whole stays near 30 (BENCHMARKS.md); to 4× (the budget rarely
-# reaches even that). Where the floor lifts it (iterations under 20 ms) it costs at most 0.25 s,
-# which a sub-millisecond MLP's drag needs (in a notebook whose browser shares the cores, its
-# curve is refused without a wide range: ``sample_plan``).
+# reaches even that). Where the floor lifts it (iterations under 20 ms) it costs at most 0.25 s
+# and 1.5× the profile, which a sub-millisecond MLP's drag needs (in a notebook whose browser
+# shares the cores, its curve is refused without a wide range: ``sample_plan``).
 CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 4)
 # A GPU: iterations of a few ms cost little to time as well as the headline (10 ms samples gave
 # 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %); the rest of a profile takes 50–580 of
@@ -162,13 +162,18 @@ def pace_warning(user: int, headline_ms: float, base: float) -> str:
 
 
 def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
-    """What the samples may spend: the policy's iterations of the user's, at least
+    """What the samples may spend: the policy's iterations of the user's, lifted towards
     ``SAMPLING_FLOOR_MS`` (a few sizes of sub-millisecond iterations need that much to be
-    timed at all); without such a count, the cost bar over the profile, ``so_far_ms`` (every
-    other level has run before the samples)."""
+    timed at all) no further than the cost bar over the profile, ``so_far_ms`` (every other
+    level has run before the samples); without such a count, that bar alone.
+
+    The floor used to lift the count regardless: a CPU's CNN of 6.7 ms iterations at batch 8,
+    0.11 s into its profile, sampled for 0.17 s (1.53× the profile, BENCHMARKS.md, session
+    30), where 13 of its iterations are 87 ms."""
+    bar_ms = COST_BAR * so_far_ms
     if policy.budget is None:
-        return COST_BAR * so_far_ms
-    return max(iteration_ms * policy.budget, SAMPLING_FLOOR_MS)
+        return bar_ms
+    return max(iteration_ms * policy.budget, min(SAMPLING_FLOOR_MS, bar_ms))
 
 
 def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> None:

@@ -60,12 +60,15 @@ def test_a_gpu_budget_is_the_bar_over_the_profile_and_a_cpu_keeps_its_count() ->
     """An H100's CNN of 3.7 ms iterations, 156 ms into its profile when the samples start
     (every other level has run before them): they may take 1.5× that, not the 250 ms floor
     (which took them to 1.86× its profile); a long GPU profile lets them go further. A CPU's
-    budget stays 13 of the user's iterations, at least the floor."""
+    budget stays 13 of the user's iterations, lifted towards the floor within the same bar (a
+    CPU's CNN of 6.7 ms iterations, 110 ms into its profile: 165 ms, not 250)."""
     assert sampling_budget_ms(CUDA_SAMPLING, 3.7, 156.0) == pytest.approx(COST_BAR * 156.0)
     assert sampling_budget_ms(CUDA_SAMPLING, 3.7, 156.0) < SAMPLING_FLOOR_MS
     assert sampling_budget_ms(CUDA_SAMPLING, 1.8, 300.0) > 45 * 1.8
     assert sampling_budget_ms(CPU_SAMPLING, 30.0, 300.0) == 13 * 30.0
     assert sampling_budget_ms(CPU_SAMPLING, 0.5, 5000.0) == SAMPLING_FLOOR_MS
+    assert sampling_budget_ms(CPU_SAMPLING, 6.7, 110.0) == pytest.approx(COST_BAR * 110.0)
+    assert sampling_budget_ms(CPU_SAMPLING, 30.0, 100.0) == 13 * 30.0  # the count stands
 
 
 def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(clock) -> None:
