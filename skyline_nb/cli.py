@@ -79,14 +79,14 @@ def _report_failure(exc: Exception, args: argparse.Namespace) -> int:
     a provider that raised, chained as the cause) have messages that stand alone; anything else
     is a bug or an unforeseen failure, so it is named by type and ``--debug`` shows where.
     """
-    from skyline_nb.profiler.errors import ProfilerError
+    from skyline_nb.profiler.errors import ProfilerError, ResourceError
 
     if args.debug:
         traceback.print_exc()
     if isinstance(exc, (UserCodeError, ProfilerError)):
         _say(f"error: {exc}")
-        cause = exc.__cause__
-        if cause is not None and not args.debug:
+        cause = exc.__cause__  # memory that ran out in their code: no fault of it (``failures``)
+        if cause is not None and not args.debug and not isinstance(exc, ResourceError):
             sys.stderr.write("".join(_user_traceback(cause, _project_root(args))))
     else:
         hint = "" if args.debug else " (--debug shows the traceback)"

@@ -1,11 +1,14 @@
 """How a failed ``%skyline`` profile reads in the notebook: one banner, then the user's frames.
 
 A profile fails in the user's code (a provider or the iteration raised), in a check of what the
-providers returned, or by an interrupt. The profiler reports the first as a ``ProviderError``
-chained to the user's exception; the user needs only that exception, where in their cell it was
-raised, and their own frames. ``for_user`` wraps the profile function the magic hands to the
-widget so that every failure leaves it as ``ProfileFailed`` (or ``ProfileInterrupted``), whose
-message is the banner the widget shows:
+providers returned, when memory runs out, or by an interrupt. The profiler reports the first as a
+``ProviderError`` chained to the user's exception; the user needs only that exception, where in
+their cell it was raised, and their own frames. Running out of memory (``ResourceError``) is no
+fault of their code, though it ran out in it: the banner is the profiler's words (what does not
+fit, what to try), and no frames follow (they would be autograd's and the allocator's).
+``for_user`` wraps the profile function the magic hands to the widget so that every failure
+leaves it as ``ProfileFailed`` (or ``ProfileInterrupted``), whose message is the banner the
+widget shows:
 
     ProfileFailed: the iteration raised RuntimeError: boom
       at Cell In[12], line 17
@@ -87,10 +90,13 @@ def for_user(profile_fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def failure(exc: BaseException, providers: tuple[Any, ...] = ()) -> ProfileFailed:
     """The ``ProfileFailed`` for ``exc``: naming the exception the user's code raised, the part
-    of their code that raised it (by ``providers``) and where; else ``exc``'s own words."""
-    from skyline_nb.profiler.errors import ProfilerError
+    of their code that raised it (by ``providers``) and where; else (no user frames, or memory
+    ran out) ``exc``'s own words."""
+    from skyline_nb.profiler.errors import ProfilerError, ResourceError
 
-    user = next((e for e in _chain(exc) if user_traceback(e) is not None), None)
+    user = None
+    if not isinstance(exc, ResourceError):  # memory that ran out in their code is no fault of it
+        user = next((e for e in _chain(exc) if user_traceback(e) is not None), None)
     if user is None:  # the profiler's own words for the user, or a fault of ours as it is
         return ProfileFailed(str(exc) if isinstance(exc, ProfilerError) else
                              f"{type(exc).__name__}: {exc}")

@@ -23,5 +23,20 @@ class InputTypeError(ProviderError, TypeError):
     """The input provider returned something other than tensors (alone, or in a tuple/list/dict)."""
 
 
-class StartingBatchOOMError(ProfilerError, MemoryError):
+class ResourceError(ProfilerError):
+    """Memory ran out: no mistake in the user's code, though it ran in it. The message says what
+    does not fit and what to try; the notebook shows it without the user's frames (``failures``),
+    which would be torch's allocator and autograd frames under the line that ran out."""
+
+
+class StartingBatchOOMError(ResourceError, MemoryError):
     """The iteration does not fit the device at the batch size the user asked for."""
+
+
+class ModelOOMError(ResourceError):
+    """The model alone does not fit the device (or the CPU ``memory_budget``): no batch size can.
+
+    Not a ``MemoryError``, which the device counts as "this batch does not fit"
+    (``Device.oom_types``): what backs off to a smaller batch on those must not for this, and
+    ``profile`` must not reword it as the starting batch not fitting ("try a smaller batch
+    size", which cannot help)."""

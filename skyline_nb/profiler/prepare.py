@@ -74,7 +74,7 @@ def measure_iteration(
     """One uninstrumented, isolated measurement at ``batch_size`` on a fresh model ("Measure at
     N"): the profile's level 1, with its precision. Raises the device's OOM type
     (``torch.OutOfMemoryError`` on CUDA, ``CPUOutOfMemoryError`` when a CPU ``memory_budget``
-    is exceeded) when the batch does not fit.
+    is exceeded) when the batch does not fit, ``ModelOOMError`` when the model alone does not.
     """
     run = prepare(model_provider, input_provider, iteration_provider, batch_size=batch_size,
                   device=device, project_root=project_root, memory_budget=memory_budget,

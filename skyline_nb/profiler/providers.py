@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gc
 import inspect
 import sys
 import time
@@ -21,9 +22,16 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from skyline_nb.profiler.device import Device
-from skyline_nb.profiler.errors import InputTypeError, ProviderError, ProviderSignatureError
+from skyline_nb.profiler.errors import (
+    InputTypeError,
+    ModelOOMError,
+    ProviderError,
+    ProviderSignatureError,
+)
+from skyline_nb.profiler.memory import tensor_bytes
 from skyline_nb.profiler.stacks import UserCode
 
 
@@ -149,11 +157,22 @@ def _call(providers: Providers, function: Callable[..., Any], role: str, *args: 
 def _user_holds(model: nn.Module) -> bool:
     """True when something besides our local names references the model or its tensors.
 
-    The provider's fresh model is referenced only by us (getrefcount: our variable + the
-    argument); a model the user keeps in a global has more. Parameters are checked too, so a new
-    wrapper around a user-held layer is caught. False positives (tied weights) only cost a copy.
-    """
-    if sys.getrefcount(model) > 3:
+    The provider's fresh model is referenced only by us; a model the user keeps in a global has
+    more. Parameters are checked too, so a new wrapper around a user-held layer is caught. False
+    positives (tied weights) cost a copy, and its memory. Garbage can hold a fresh model: cycles
+    (an exception kept in a local; torch's first dispatch mode call, importing dynamo) keep the
+    frames that built it while level 1 pauses the collector (``gc_paused``): a kernel's first
+    budgeted profile copied a fresh MLP, and the copy ran out. So a model that looks held is
+    looked at again after collecting the young generation, where that garbage is."""
+    return _referenced(model) and _referenced(model, collect=True)
+
+
+def _referenced(model: nn.Module, collect: bool = False) -> bool:
+    """``_user_holds``'s count, after collecting the young generation when ``collect``."""
+    if collect:
+        gc.collect(0)
+    # getrefcount: the caller's variable, ``_user_holds``'s argument, ours and its own
+    if sys.getrefcount(model) > 4:
         return True
     items = [m for _, m in model.named_modules(remove_duplicate=False)][1:]
     items += [p for _, p in model.named_parameters(remove_duplicate=False)]
@@ -236,21 +255,7 @@ def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> A
 def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
     """A fresh model, inputs for ``batch_size`` on the device, and its iteration function."""
     oom = device.oom_types
-    model = _call(providers, providers.model, "model provider", oom=oom)
-    if not isinstance(model, nn.Module):
-        raise ProviderError(
-            f"the model provider {providers.where(providers.model)} returned "
-            f"{type(model).__name__}; it must return a torch.nn.Module"
-        )
-    if _user_holds(model):
-        try:
-            model = copy.deepcopy(model)
-        except Exception as exc:
-            raise ProviderError(
-                f"the model provider {providers.where(providers.model)} returned a model that is "
-                "also used elsewhere and cannot be copied; return a new model on each call"
-            ) from exc
-    model.to(device.torch_device)
+    model = _fresh_model(providers, device)
     args, kwargs, tensors = make_inputs(providers, batch_size, device)
     iteration = _call(providers, providers.iteration, "iteration provider", model, oom=oom)
     if not callable(iteration):
@@ -271,6 +276,46 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
             ) from exc
 
     return Trial(model, step, args, kwargs, tensors, where, iteration)
+
+
+def _fresh_model(providers: Providers, device: Device) -> nn.Module:
+    """The provider's model on the device, a copy when the user holds it (training must not
+    touch theirs); out of memory meanwhile, the model alone does not fit: ``ModelOOMError``."""
+    oom, model, copied = device.oom_types, None, False
+    try:
+        model = _call(providers, providers.model, "model provider", oom=oom)
+        if not isinstance(model, nn.Module):
+            raise ProviderError(f"the model provider {providers.where(providers.model)} returned "
+                                f"{type(model).__name__}; it must return a torch.nn.Module")
+        if _user_holds(model):
+            copied = True
+            try:
+                model = copy.deepcopy(model)
+            except oom:
+                raise
+            except Exception as exc:
+                raise ProviderError(f"the model provider {providers.where(providers.model)} "
+                                    "returned a model that is also used elsewhere and cannot "
+                                    "be copied; return a new model on each call") from exc
+        return model.to(device.torch_device)
+    except oom as exc:
+        raise ModelOOMError(_does_not_fit(providers, device, model, copied)) from exc
+
+
+def _does_not_fit(providers: Providers, device: Device, model: nn.Module | None,
+                  copied: bool) -> str:
+    """``ModelOOMError``'s words: the capacity, what the model takes (once built), what to try."""
+    budget = device.memory_budget
+    capacity = f"{'budget ' if budget is not None else ''}of {device.capacity_bytes()} bytes"
+    what = "it ran out while being built"
+    if model is not None:
+        tensors = [t for t in (*model.parameters(), *model.buffers()) if not is_lazy(t)]
+        what = f"its parameters and buffers take {sum(map(tensor_bytes, tensors))} bytes"
+        if copied:
+            what += ", and as it is also used elsewhere a copy is trained: as much again"
+    hint = "a larger memory budget or " if budget is not None else ""
+    return (f"the model of {providers.where(providers.model)} does not fit in the "
+            f"{device.kind} memory {capacity}: {what}; try {hint}a smaller model")
 
 
 def make_inputs(providers: Providers, batch_size: int, device: Device) -> Inputs:

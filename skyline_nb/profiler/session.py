@@ -26,7 +26,7 @@ import torch
 from skyline_nb.categories import OPTIMIZER_PATH, Categories
 from skyline_nb.export.units import format_ms
 from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning
-from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.errors import StartingBatchOOMError
 from skyline_nb.profiler.held import held_warning
 from skyline_nb.profiler.isolation import isolated
@@ -111,10 +111,7 @@ def profile(
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
                                           inputs_for=InputsAtAnySize(providers, size, dev))
         except dev.oom_types as exc:
-            raise StartingBatchOOMError(
-                f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
-                f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size"
-            ) from exc
+            raise _not_fitting(dev, size, exc) from exc
         try:
             reporter.iteration_ms = level1.iteration_ms
             warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
@@ -136,6 +133,18 @@ def profile(
     warnings.extend(filter(None, [prints.warning()]))
     reporter.finish()
     return report
+
+
+def _not_fitting(dev: Device, size: int, exc: BaseException) -> StartingBatchOOMError:
+    """The user's batch does not fit: where (the device's memory, or the CPU budget the user
+    gave, whose own error says no more than that), and what to try."""
+    if isinstance(exc, CPUOutOfMemoryError) and dev.memory_budget is not None:
+        return StartingBatchOOMError(
+            f"one iteration at batch size {size} does not fit in the cpu memory budget of "
+            f"{dev.capacity_bytes()} bytes; try a smaller batch size or a larger memory budget")
+    return StartingBatchOOMError(
+        f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
+        f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size")
 
 
 class Unsettled(NamedTuple):
