@@ -1,7 +1,7 @@
 // Kernel actions: "Re-profile" and "Measure at N" (N = the batch size shown), sent as
 // {kind, ...} messages (MESSAGES in js/shared/protocol.js) that skyline_nb/live.py dispatches,
 // and the measurement that comes back in the `measurement` trait, shown beside the prediction for
-// the same batch size.
+// the same batch size, with the report it was measured against only (reportArrived).
 // The buttons show for a live widget once its kernel's liveness is known (kernel.js): enabled
 // while a kernel object answers; disabled, with the reason on one line, while none does (the
 // kernel restarted, was shut down or is busy; the notebook was reopened). A hover or a click
@@ -13,6 +13,31 @@ import { MESSAGES } from "../shared/protocol.js";
 import { h, setText } from "./dom.js";
 import { formatBytes, formatPercent, formatThroughput } from "./format.js";
 import { checkKernel, isLive, kernelLiveness, onLiveness } from "./kernel.js";
+
+// The trait holds the kernel's latest result whatever report it was taken against: a new report
+// (Re-profile) leaves it as it was, and the kernel may clear it or send it again. What it held
+// when a report arrived was compared with an earlier report's prediction, so it is not shown
+// with this one, even when sent again; a different result, measured since, is. Per model, as
+// every view of it shows the same report (a view opened later too).
+const inherited = new WeakMap(); // model -> measurementKey of the value held when its report arrived
+
+/** The measurement's values as one string, to tell one result from another; null when none. */
+function measurementKey(m) {
+  if (!m || typeof m !== "object" || !Number.isFinite(m.batch_size)) return null;
+  return JSON.stringify([m.batch_size, m.iteration_ms, m.peak_bytes, m.throughput]);
+}
+
+/** A new report arrived for `model`: the measurement it holds now is the old report's. */
+export function reportArrived(model) {
+  if (typeof model.get === "function") inherited.set(model, measurementKey(model.get("measurement")));
+}
+
+/** The measurement taken against the report shown, or null. */
+function currentMeasurement(model) {
+  const m = typeof model.get === "function" ? model.get("measurement") : null;
+  const key = measurementKey(m);
+  return key !== null && key !== inherited.get(model) ? m : null;
+}
 
 const TITLES = Object.freeze({
   reprofile: "Profile again at the measured batch size",
@@ -70,9 +95,9 @@ export function createActions({ model, predictor, signal, getBatch }) {
 
   function update() {
     measure.textContent = `Measure at ${getBatch()}`;
-    const m = typeof model.get === "function" ? model.get("measurement") : null;
+    const m = currentMeasurement(model);
     result.replaceChildren();
-    if (!m || !Number.isFinite(m.batch_size)) return;
+    if (!m) return;
     const lines = [`Measured at ${m.batch_size}: ${formatThroughput(m.throughput)}, peak ${formatBytes(m.peak_bytes)}`];
     if (predictor.canManipulate) {
       const t = predictor.predictThroughput(m.batch_size);

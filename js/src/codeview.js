@@ -9,7 +9,7 @@ import { h } from "./dom.js";
 import { formatBytes, formatFrame, formatMs, formatPercent, formatSourceName } from "./format.js";
 import { lineKey, lineStats, sourcesFor } from "./lines.js";
 import { cssPercent, fraction } from "./scale.js";
-import { nodeLabel } from "./tree.js";
+import { nodeLabel, scaledTime } from "./tree.js";
 
 const WINDOW_ABOVE = 150; // longer sources show only the profiled lines and some context
 const CONTEXT = 3;
@@ -19,11 +19,11 @@ function splitLines(code) {
   return String(code ?? "").split(/\r\n|\r|\n/);
 }
 
-/** "ran: addmm × 12 1.2 ms, tanh_ × 12 0.4 ms, 3 more", times at `timeFactor`; none if no parts. */
-function partsText(parts, timeFactor) {
+/** "ran: addmm × 12 1.2 ms, tanh_ × 12 0.4 ms, 3 more", times at `scale`; none if no parts. */
+function partsText(parts, scale) {
   const sorted = [...parts.values()].sort((a, b) => b.timeMs - a.timeMs);
   if (!sorted.length) return [];
-  const named = sorted.slice(0, MAX_PARTS_NAMED).map((p) => `${p.label} ${formatMs(p.timeMs * timeFactor)}`);
+  const named = sorted.slice(0, MAX_PARTS_NAMED).map((p) => `${p.label} ${formatMs(scaledTime(scale, p.timeMs, p.optimizerMs))}`);
   const more = sorted.length - named.length;
   return [`ran: ${named.join(", ")}${more > 0 ? `, ${more} more` : ""}`];
 }
@@ -47,11 +47,12 @@ export function createCodeView({ signal, onSelectLine }) {
 
   let markers = []; // {stat, file, line, cellId, el, time, mem, text}: repainted by rescale()
 
-  function setLevel({ node, isRoot, report }) {
+  /** optimizer: whether `node` is in the optimizer step (tree.js inOptimizer). */
+  function setLevel({ node, isRoot, report, optimizer }) {
     rows.clear();
     markers = [];
     selected = null;
-    const stats = lineStats(node, report.weights, isRoot);
+    const stats = lineStats(node, report.weights, isRoot, optimizer);
     const sources = sourcesFor(report.sources, stats);
     head.textContent = `Source of ${nodeLabel(node)}: time and memory per line`;
     body.replaceChildren();
@@ -66,12 +67,12 @@ export function createCodeView({ signal, onSelectLine }) {
 
   /**
    * Paint every marker for a scale (tree.js scaleFor: measured, or predicted while dragging)
-   * and the level's totals at that scale: time scales with the iteration, activations with
-   * the batch, weights and grads stay.
+   * and the level's totals at that scale: time as the breakdown's segments (tree.js scaledTime),
+   * activations with the batch, weights and grads stay.
    */
   function rescale(scale, totals) {
     const values = markers.map(({ stat }) => ({
-      timeMs: stat.timeMs * scale.timeFactor,
+      timeMs: scaledTime(scale, stat.timeMs, stat.optimizerMs),
       activationBytes: stat.activationBytes * scale.activationFactor,
       bytes: stat.activationBytes * scale.activationFactor + stat.weightBytes,
     }));
@@ -84,7 +85,7 @@ export function createCodeView({ signal, onSelectLine }) {
         `time ${formatMs(v.timeMs)} (${formatPercent(fraction(v.timeMs, totals.time))} of this level)`,
         `activations ${formatBytes(v.activationBytes)}, weights + grads ${formatBytes(m.stat.weightBytes)}`
           + ` (${formatPercent(fraction(v.bytes, totals.memory))} of this level's memory)`,
-        ...partsText(m.stat.parts, scale.timeFactor),
+        ...partsText(m.stat.parts, scale),
         ...(scale.predicted ? [`predicted at batch size ${scale.batch}`] : []),
       ].join("\n");
       m.time.style.width = cssPercent(fraction(v.timeMs, maxTime));

@@ -4,6 +4,7 @@
 // model coefficients (predict.js). A live widget follows its kernel (kernel.js): the host's word
 // on the kernel's status, and a ping whenever the kernel is not working for this widget.
 
+import { reportArrived } from "./actions.js";
 import { inflateReport, isCompact } from "./compact.js";
 import { h } from "./dom.js";
 import { createError, renderEmpty, renderHeader, renderWarnings } from "./header.js";
@@ -102,7 +103,10 @@ export function createView({ model, el }) {
     }
   }
 
-  const onReport = () => drawReport();
+  const onReport = () => {
+    reportArrived(model); // before the new report's view reads the measurement
+    drawReport();
+  };
   // While the kernel works for this widget it may not answer (it reads widget messages between
   // cells unless they come over a subshell); once it is done, ask.
   const checkIdle = () => {

@@ -10,7 +10,7 @@
 // also keeps what it ran per part of the level (the level's children as the bars draw them,
 // groups of repeated calls included), so its marker names them as the segments do.
 
-import { nodeLabel, nodeTime } from "./tree.js";
+import { NODE_KIND, nodeLabel, nodeTime } from "./tree.js";
 
 export const lineKey = (file, line) => `${file}\n${line}`;
 
@@ -25,20 +25,22 @@ function distinct(frames) {
 function entry(stats, key, frame) {
   let e = stats.get(key);
   if (!e) {
-    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, activationBytes: 0, weightBytes: 0, parts: new Map() };
+    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, optimizerMs: 0, activationBytes: 0, weightBytes: 0, parts: new Map() };
     stats.set(key, e);
   }
   return e;
 }
 
-function addPart(parts, node, timeMs, activationBytes) {
-  const p = parts.get(node.path);
-  if (p) {
-    p.timeMs += timeMs;
-    p.activationBytes += activationBytes;
-  } else {
-    parts.set(node.path, { label: nodeLabel(node), timeMs, activationBytes });
-  }
+/** Add a leaf's time (`optimizerMs` of it in the optimizer step) and bytes to `into`. */
+function add(into, timeMs, optimizerMs, activationBytes) {
+  into.timeMs += timeMs;
+  into.optimizerMs += optimizerMs;
+  into.activationBytes += activationBytes;
+}
+
+function partOf(parts, node) {
+  if (!parts.has(node.path)) parts.set(node.path, { label: nodeLabel(node), timeMs: 0, optimizerMs: 0, activationBytes: 0 });
+  return parts.get(node.path);
 }
 
 /** Does parameter `name` (as named_parameters names it) belong to the module at `path`? */
@@ -47,30 +49,34 @@ export function ownsParameter(path, name, isRoot) {
 }
 
 /**
- * Per-line totals within `node`: Map lineKey -> {file, line, cellId, timeMs, activationBytes,
- * weightBytes, parts}. Weight bytes come from report.weights (frames = where the parameter was
- * created), restricted to parameters of this module. `parts` maps the path of each child of
- * `node` that ran the line to {label, timeMs, activationBytes}.
+ * Per-line totals within `node`: Map lineKey -> {file, line, cellId, timeMs, optimizerMs,
+ * activationBytes, weightBytes, parts}; optimizerMs is the part of timeMs the optimizer step
+ * ran, whose time does not scale with the batch (tree.js scaledTime). `optimizer`: whether
+ * `node` is in the optimizer step (tree.js inOptimizer). Weight bytes come from report.weights
+ * (frames = where the parameter was created), restricted to parameters of this module. `parts`
+ * maps the path of each child of `node` that ran the line to {label, timeMs, optimizerMs,
+ * activationBytes}.
  */
-export function lineStats(node, weights, isRoot) {
+export function lineStats(node, weights, isRoot, optimizer = false) {
   const stats = new Map();
-  const stack = [[node, node.frames || [], null]];
+  const stack = [[node, node.frames || [], null, optimizer]];
   while (stack.length) {
-    const [n, inherited, part] = stack.pop();
+    const [n, inherited, part, outer] = stack.pop();
     const frames = n.frames && n.frames.length ? n.frames : inherited;
+    const inStep = outer || n.kind === NODE_KIND.OPTIMIZER;
     const children = n.children || [];
     if (children.length) {
-      for (const c of children) stack.push([c, frames, part ?? c]);
+      for (const c of children) stack.push([c, frames, part ?? c, inStep]);
       continue;
     }
     const time = nodeTime(n);
+    const stepTime = inStep ? time : 0;
     const act = n.activation_bytes || 0;
     if (time === 0 && act === 0) continue;
     for (const [key, frame] of distinct(frames)) {
       const e = entry(stats, key, frame);
-      e.timeMs += time;
-      e.activationBytes += act;
-      if (part) addPart(e.parts, part, time, act);
+      add(e, time, stepTime, act);
+      if (part) add(partOf(e.parts, part), time, stepTime, act);
     }
   }
   for (const w of weights || []) {

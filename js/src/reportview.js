@@ -17,7 +17,8 @@ import { createRooflinePlot, deviceRoof, FLOP_FIELDS, flopsText, nodeFlops } fro
 import { createSamplesPlot } from "./samplesplot.js";
 import { fraction } from "./scale.js";
 import {
-  applyScale, indexTree, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, scaleFor, timeSegments, VIEW_KIND,
+  applyScale, indexTree, inOptimizer, isDrillable, memorySegments, Navigator, NODE_KIND, nodeLabel, phaseTimes, scaledTime, scaleFor,
+  timeSegments, VIEW_KIND,
 } from "./tree.js";
 
 const MAX_FRAMES_SHOWN = 3;
@@ -65,7 +66,8 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const notice = createEditNotice({ signal });
   const bars = createBars({ report, predictor, signal, initialBatch: batch, onPreview: preview, onCommit: commit });
   const actions = createActions({ model, predictor, signal, getBatch: () => batch });
-  bars.el.append(actions.el);
+  // The edit's confirmation right under the bars a drag ends on, where the eye still is.
+  bars.el.append(notice.el, actions.el);
   // The samples and the fitted curves under the bars; its marker follows the batch they show.
   const samples = createSamplesPlot({ report, predictor, signal });
   if (samples) bars.el.append(samples.el);
@@ -76,7 +78,6 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
       bars.el,
       h("div", { class: "sk-breakdowns" }, [navView.el, timeView.el, memView.el, peakNote.el, roofline?.el]),
     ]),
-    notice.el,
     code.el,
   ]);
 
@@ -97,7 +98,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     memView.update(levels.memory, scale.predicted);
     peakNote.update(scale);
     navView.update(nav.crumbs(), nav.atTop);
-    code.setLevel({ node, isRoot: nav.atTop, report });
+    code.setLevel({ node, isRoot: nav.atTop, report, optimizer: inOptimizer(index, node) });
     code.rescale(scale, { time: levels.time.total, memory: levels.memory.total });
     linesCache.clear();
     clearHover();
@@ -206,9 +207,10 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     lines.push({ class: "sk-tooltip-value", text: `${format(s.value)} \u00b7 ${formatPercent(fraction(s.value, level.positive))} of ${where}` });
     lines.push(...groupTooltipLines(s, format));
     if (kind === "time" && s.node) {
-      const f = (s.node.forward_ms || 0) * scale.timeFactor;
-      const b = s.node.backward_ms === null || s.node.backward_ms === undefined ? null : s.node.backward_ms * scale.timeFactor;
-      lines.push({ text: `forward ${formatMs(f)} \u00b7 backward ${b === null ? "none" : formatMs(b)}` });
+      // The phases the node ran in, each at this segment's scale (the optimizer's time stays).
+      const phases = phaseTimes(s.node, s.optimizer)
+        .map(([phase, ms]) => `${phase} ${ms === null ? "none" : formatMs(scaledTime(scale, ms, s.optimizer ? ms : 0))}`);
+      if (phases.length) lines.push({ text: phases.join(" \u00b7 ") });
       // Measured, also while a drag predicts another batch size: the FLOPs would grow with the
       // batch but the bytes moved would not all (weights), so the share of the roof cannot be
       // predicted from the report (roofline.js); the values say which batch they are of.

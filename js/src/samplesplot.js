@@ -1,11 +1,15 @@
 // The measured samples and the fitted curves (issue 15): two small SVG panels under the bars,
 // iteration time and peak memory against the batch size. The points are what the profiler
 // measured (report.samples; the user's batch drawn ringed); the curve is the performance model
-// (predict.js) over the whole drag range, minBatchSize() … maxBatchSize(): solid inside the measured range,
-// dashed where it extrapolates. A vertical marker follows the batch size the bars show.
+// (predict.js) over the drag range, from an octave or more below the smallest sample (never below
+// minBatchSize()) to maxBatchSize(): solid inside the measured range, dashed where it
+// extrapolates. A vertical marker follows the batch size the bars show (at the frame's edge for a
+// batch size outside the frame).
 //
 // Both axes are logarithmic. Across: batch sizes run from 1 to thousands and the samples are
-// spread geometrically (powers of two), so a linear axis would crowd them into its left edge.
+// spread geometrically (powers of two), so a linear axis would crowd them into its left edge;
+// the axis starts an octave or more below the smallest sample, not at 1, or samples at 1M–4M
+// would be squeezed into the right edge of 20 empty octaves.
 // Up: the values over the range span orders of magnitude too (8× the largest sample, or a
 // fixed cost that dominates at batch 1), and on a linear axis the measured points would sit in
 // the bottom few pixels under the extrapolated top. On log-log a model a·x + b reads as what it
@@ -29,6 +33,11 @@ const HEIGHT = 118;
 const MARGIN = { left: 52, right: 10, top: 8, bottom: 28 };
 const CURVE_POINTS = 60; // log-spaced; the model is piecewise linear, this is smooth enough
 const MAX_X_TICKS = 6;
+// The batch labels' width, estimated from their characters (a hidden output has no layout to
+// measure): a digit is about 0.6 of the font size wide (a comma less), at .sk-samples-tick's 10 px.
+const TICK_FONT_PX = 10;
+const CHAR_WIDTH = 0.6;
+const LABEL_GAP_PX = 4;
 const MAX_Y_TICKS = 4;
 const PAD = 0.06; // of each axis' log span, so edge points and their rings stay inside
 
@@ -83,13 +92,26 @@ function logScale(lo, hi, r0, r1) {
   return scale;
 }
 
-/** Powers of two within [lo, hi], every n-th so at most MAX_X_TICKS of them. */
-export function batchTicks(lo, hi) {
-  const [e0, e1] = [Math.ceil(Math.log2(lo)), Math.floor(Math.log2(hi))];
-  const step = Math.max(1, Math.ceil((e1 - e0 + 1) / MAX_X_TICKS));
-  const ticks = [];
-  for (let e = Math.max(0, e0); e <= e1; e += step) ticks.push(2 ** e);
-  return ticks;
+const labelWidth = (batch) => formatInt(batch).length * TICK_FONT_PX * CHAR_WIDTH;
+
+/**
+ * Powers of two within [lo, hi] to label, `at` placing each (px, 0 … WIDTH): those whose label
+ * fits in the panel, every n-th, n the smallest that keeps at most MAX_X_TICKS of them and
+ * their labels apart ("1,048,576" beside "2,097,152" would run into each other).
+ */
+export function batchTicks(lo, hi, at) {
+  const fits = (b) => at(b) - labelWidth(b) / 2 >= 0 && at(b) + labelWidth(b) / 2 <= WIDTH;
+  const candidates = [];
+  for (let e = Math.max(0, Math.ceil(Math.log2(lo))); e <= Math.floor(Math.log2(hi)); e += 1) {
+    if (fits(2 ** e)) candidates.push(2 ** e);
+  }
+  const apart = (ticks) => ticks.every((b, i) => i === 0
+    || at(b) - at(ticks[i - 1]) >= (labelWidth(b) + labelWidth(ticks[i - 1])) / 2 + LABEL_GAP_PX);
+  for (let step = Math.max(1, Math.ceil(candidates.length / MAX_X_TICKS)); step < candidates.length; step += 1) {
+    const ticks = candidates.filter((_, i) => i % step === 0);
+    if (apart(ticks)) return ticks;
+  }
+  return candidates.slice(0, 1);
 }
 
 /**
@@ -149,7 +171,7 @@ function buildPanel(metric, { samples, predictor, live, bottom, top, range, meas
     role: "img", "aria-label": `${metric.label} against batch size: ${points.length} measured samples${curve.length ? " and the fitted curve" : ""}`,
   });
   const axes = svg("g", { class: "sk-samples-axes" });
-  for (const b of batchTicks(x.lo, x.hi)) {
+  for (const b of batchTicks(x.lo, x.hi, x)) {
     axes.append(svg("line", { class: "sk-samples-grid", x1: fix(x(b)), x2: fix(x(b)), y1: y0, y2: y1 }));
     axes.append(svg("text", { class: "sk-samples-tick", x: fix(x(b)), y: y0 + 12, "text-anchor": "middle" }, formatInt(b)));
   }
@@ -259,12 +281,14 @@ export function createSamplesPlot({ report, predictor }) {
   const batches = samples.map((s) => s.batch);
   const measured = Array.isArray(predictor?.measuredRange) && predictor.measuredRange.every(positive)
     ? predictor.measuredRange : [Math.min(...batches), Math.max(...batches)];
+  const smallest = Math.min(...batches);
   let top = Math.max(...batches);
-  let bottom = 1;
+  // A power of two at most half the smallest sample, so the curve shows below it too.
+  let bottom = Math.min(Math.max(1, 2 ** Math.floor(Math.log2(smallest / 2))), smallest);
   if (live) {
     try {
       top = Math.max(top, predictor.maxBatchSize());
-      bottom = Math.min(predictor.minBatchSize(), ...batches);
+      bottom = Math.min(Math.max(bottom, predictor.minBatchSize()), smallest); // nothing to drag to below it
     } catch {
       // no memory line: the frame ends at the largest sample
     }

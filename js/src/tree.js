@@ -24,6 +24,27 @@ export function nodeTime(node) {
 }
 
 /**
+ * Whether `node` is the optimizer step or one of its parts (index: indexTree's). Its time does
+ * not grow with the batch (the step touches parameters only) and it ran in neither forward nor
+ * backward.
+ */
+export function inOptimizer(index, node) {
+  for (let n = node; n; n = index.parentOf(n.path)) if (n.kind === NODE_KIND.OPTIMIZER) return true;
+  return false;
+}
+
+/**
+ * A node's measured time by phase of the step, [[phase, ms]] (ms null: nothing ran in that
+ * phase): forward and backward for the model's nodes, "optimizer" for the optimizer step's
+ * (`optimizer`: inOptimizer), none for the untracked remainder, which no phase claimed.
+ */
+export function phaseTimes(node, optimizer) {
+  if (optimizer) return [["optimizer", nodeTime(node)]];
+  if (node.kind === NODE_KIND.UNTRACKED) return [];
+  return [["forward", node.forward_ms || 0], ["backward", node.backward_ms ?? null]];
+}
+
+/**
  * The short name shown for a node: the label a view node carries ("addmm × 49", group.js),
  * a module's attribute name ("conv1"; "layer2.0" when the last part is a ModuleList/Sequential
  * index, which alone says nothing), an op's name, the root's class. The class name (node.name)
@@ -174,20 +195,24 @@ function mergeSmall(segs, positive, level, category, extra = {}) {
  */
 export function timeSegments(report, index, node) {
   const children = node.children || [];
-  const segs = children.filter((c) => nodeTime(c) !== 0).map((c) => segment(c, TIME, nodeTime(c)));
+  // Every time segment says whether it is the optimizer step's (applyScale keeps its time).
+  const optimizer = inOptimizer(index, node);
+  const segs = children.filter((c) => nodeTime(c) !== 0)
+    .map((c) => segment(c, TIME, nodeTime(c), { optimizer: optimizer || c.kind === NODE_KIND.OPTIMIZER }));
   const isRoot = node === index.root;
   if (isRoot) {
     const untracked = Number(report.untracked_ms) || 0;
     if (untracked !== 0 && !children.some((c) => c.kind === NODE_KIND.UNTRACKED)) {
-      segs.push(synthetic("(untracked)", "untracked", NODE_KIND.UNTRACKED, TIME, untracked));
+      segs.push(synthetic("(untracked)", "untracked", NODE_KIND.UNTRACKED, TIME, untracked, { optimizer: false }));
     }
   } else {
     const rest = nodeTime(node) - sum(segs, (s) => s.base);
     if (!isNoise(rest, nodeTime(node))) {
-      segs.push(synthetic(`${node.path}#rest`, "unattributed", NODE_KIND.UNTRACKED, TIME, rest));
+      segs.push(synthetic(`${node.path}#rest`, "unattributed", NODE_KIND.UNTRACKED, TIME, rest, { optimizer }));
     }
   }
-  return finish(mergeSmall(sortDescending(segs), positiveSum(segs), node, TIME));
+  // The optimizer node never merges (not MERGEABLE), so what merges is of the level's kind.
+  return finish(mergeSmall(sortDescending(segs), positiveSum(segs), node, TIME, { optimizer }));
 }
 
 /**
@@ -242,27 +267,56 @@ function finish(segs) {
 }
 
 /**
- * How measured values turn into predicted ones at `batch`: times scale with R(x)/iteration_ms
- * (so the root level sums to the model's iteration time); a category follows the line through
- * its bytes at the two largest samples that measured categories (`categoryFactors`), or, in
- * reports without them, grows with x / measured batch when it grows with the batch
- * (`activationFactor`) and stays otherwise; the remainder category is what the memory model
- * predicts beyond all the others. At the measured batch size the measurement is shown as is.
+ * How measured values turn into predicted ones at `batch`: the optimizer step's time stays (it
+ * touches parameters only: optimizerTimeFactor 1) and the rest of the iteration's time takes
+ * what is left of R(x) (timeFactor), so the root level sums to the model's iteration time;
+ * when the optimizer holds all of either time, every time scales with R(x)/iteration_ms. A
+ * category follows the line through its bytes at the two largest samples that measured
+ * categories (`categoryFactors`), or, in reports without them, grows with x / measured batch
+ * when it grows with the batch (`activationFactor`) and stays otherwise; the remainder category
+ * is what the memory model predicts beyond all the others. At the measured batch size the
+ * measurement is shown as is.
  */
 export function scaleFor(report, predictor, batch) {
   const measured = Number(report.batch_size);
   if (!predictor || !predictor.canManipulate || batch === measured || !(measured > 0)) {
-    return { batch: measured, predicted: false, timeFactor: 1, activationFactor: 1, categoryFactors: {}, peakBytes: null };
+    return { batch: measured, predicted: false, timeFactor: 1, optimizerTimeFactor: 1, activationFactor: 1, categoryFactors: {}, peakBytes: null };
   }
   const iterationMs = Number(report.iteration_ms);
+  const predictedMs = predictor.predictIterationMs(batch);
+  const optimizerMs = optimizerTime(report.tree);
+  const rest = [predictedMs - optimizerMs, iterationMs - optimizerMs];
+  const single = iterationMs > 0 ? predictedMs / iterationMs : 1;
+  const split = rest.every((ms) => ms > 0);
   return {
     batch,
     predicted: true,
-    timeFactor: iterationMs > 0 ? predictor.predictIterationMs(batch) / iterationMs : 1,
+    timeFactor: split ? rest[0] / rest[1] : single,
+    optimizerTimeFactor: split ? 1 : single,
     activationFactor: batch / measured,
     categoryFactors: categoryFactors(report, batch),
     peakBytes: predictor.predictPeakBytes(batch),
   };
+}
+
+/** The measured time of the optimizer step(s) in the tree, ms. */
+function optimizerTime(root) {
+  let total = 0;
+  const stack = [root];
+  while (stack.length) {
+    const node = stack.pop();
+    if (node.kind === NODE_KIND.OPTIMIZER) total += nodeTime(node);
+    else stack.push(...(node.children || []));
+  }
+  return total;
+}
+
+/**
+ * `ms` measured, of which `optimizerMs` in the optimizer step, at a scaleFor() scale: the one
+ * rule for every time drawn (segments, their tooltips, code lines).
+ */
+export function scaledTime(scale, ms, optimizerMs = 0) {
+  return (ms - optimizerMs) * scale.timeFactor + optimizerMs * scale.optimizerTimeFactor;
 }
 
 /** {category key: bytes at `batch` / bytes measured}, from the samples' own categories. */
@@ -296,7 +350,7 @@ export function applyScale(level, scale) {
   let others = 0;
   for (const s of level.segments) {
     const factor = scale.categoryFactors?.[s.category];
-    if (s.category === TIME) s.value = s.base * scale.timeFactor;
+    if (s.category === TIME) s.value = scaledTime(scale, s.base, s.optimizer ? s.base : 0);
     else if (factor !== undefined) s.value = s.base * factor;
     else if (s.spec?.growsWithBatch) s.value = s.base * scale.activationFactor;
     else if (!s.spec?.remainder) s.value = s.base;

@@ -3,7 +3,7 @@ import { dragBatch } from "../src/bars.js";
 import { formatBytes, formatInt, formatMs, formatPercent, formatThroughput } from "../src/format.js";
 import { lineKey, lineStats } from "../src/lines.js";
 import { Predictor } from "../src/predict.js";
-import { scaleFor } from "../src/tree.js";
+import { scaledTime, scaleFor } from "../src/tree.js";
 import { key, loadReport, mount, pointer, setRect } from "./helpers.js";
 
 let view;
@@ -202,8 +202,8 @@ describe("dragging the key-metric bars", () => {
       expect(m.title).toContain(`predicted at batch size ${batch}`);
       expect(m.classList.contains("sk-predicted")).toBe(true);
     }
-    // Each marker shows its line's measured time scaled like the iteration, activations like
-    // the batch, weights unchanged.
+    // Each marker shows its line's measured time scaled as the segments are (the optimizer
+    // step's part kept), activations like the batch, weights unchanged.
     const p = new Predictor(report.models);
     const scale = scaleFor(report, p, batch);
     const stats = lineStats(report.tree, report.weights, true);
@@ -211,8 +211,12 @@ describe("dragging the key-metric bars", () => {
       const file = m.closest(".sk-code-line").dataset.file;
       const stat = stats.get(lineKey(file, Number(m.dataset.line)));
       const bytes = stat.activationBytes * scale.activationFactor + stat.weightBytes;
-      expect(m.textContent).toBe(`${formatMs(stat.timeMs * scale.timeFactor)} \u00b7 ${formatBytes(bytes)}`);
+      expect(m.textContent).toBe(`${formatMs(scaledTime(scale, stat.timeMs, stat.optimizerMs))} \u00b7 ${formatBytes(bytes)}`);
     }
+    // `opt.step()` ran only the optimizer: its 0.12 ms do not grow with the batch, as its segment's.
+    const step = view.qa("line-marker").find((m) => m.dataset.line === "28");
+    expect(step.textContent).toBe(`${formatMs(0.12)} \u00b7 0 B`);
+    expect(step.textContent).toBe(before[view.qa("line-marker").indexOf(step)]);
   });
 
   test("memory down lowers the predicted batch size monotonically", () => {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import widget from "../src/index.js";
 import { Predictor } from "../src/predict.js";
 import { indexTree, memorySegments, timeSegments } from "../src/tree.js";
-import { fakeModel, loadReport, mount } from "./helpers.js";
+import { fakeModel, key, loadReport, mount } from "./helpers.js";
 
 let view;
 afterEach(() => view?.unmount());
@@ -206,4 +206,20 @@ test("a kernel that says nobody serves the widget (live = false): no action butt
   const cleanup = widget.render({ model, el });
   expect(el.querySelector('[data-skyline="reprofile"]')).toBeNull();
   cleanup();
+});
+
+test("the edit's confirmation shows right under the bars a drag ends on, above the samples", async () => {
+  view = mount({ report: loadReport("small") });
+  const { q } = view;
+  key(q("throughput-bar"), "ArrowUp");
+  key(q("throughput-bar"), "Enter");
+  await new Promise((r) => setTimeout(r, 0));
+  const notice = q("edit-status");
+  expect(notice.hidden).toBe(false);
+  expect(q("copy-text").value).toBe("batch_size = 33"); // no notebook here: the line to copy
+  // In the bars' column, next after the batch size they show; the samples plot and the
+  // breakdowns come after it, the code view far below.
+  const parts = [...q("bars").children].map((e) => e.dataset.skyline || e.className);
+  expect(parts).toEqual(["sk-bars-row", "sk-batch", "extrapolated", "edit-status", "sk-actions", "samples-plot"]);
+  expect(Boolean(notice.compareDocumentPosition(q("code-view")) & Node.DOCUMENT_POSITION_FOLLOWING)).toBe(true);
 });

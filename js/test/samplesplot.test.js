@@ -230,11 +230,50 @@ describe("the samples plot", () => {
   });
 });
 
+/** A batch axis as a panel draws it: log2 of [lo, hi] onto x 52 … 240 of a 250 px panel. */
+const axis = (lo, hi) => (b) => 52 + ((Math.log2(b) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * 188;
+/** The label width samplesplot.js assumes: 0.6 of its 10 px font a character. */
+const labelWidth = (text) => text.length * 6;
+
 describe("axis ticks", () => {
   test("batch sizes: powers of two, at most six", () => {
-    expect(batchTicks(0.9, 300)).toEqual([1, 4, 16, 64, 256]);
-    expect(batchTicks(0.9, 2100)).toEqual([1, 4, 16, 64, 256, 1024]);
-    expect(batchTicks(0.9, 9)).toEqual([1, 2, 4, 8]);
+    expect(batchTicks(0.9, 300, axis(0.9, 300))).toEqual([1, 4, 16, 64, 256]);
+    expect(batchTicks(0.9, 2100, axis(0.9, 2100))).toEqual([1, 4, 16, 64, 256, 1024]);
+    expect(batchTicks(0.9, 9, axis(0.9, 9))).toEqual([1, 2, 4, 8]);
+  });
+
+  test("batch sizes in the millions: fewer ticks, so their labels stay apart and inside", () => {
+    // Every octave would put "1,048,576" 31 px from "2,097,152"; 33,554,432 at the right end
+    // would run past the panel's edge.
+    expect(batchTicks(2 ** 19, 2 ** 25, axis(2 ** 19, 2 ** 25))).toEqual([524_288, 2_097_152, 8_388_608]);
+  });
+
+  test("a plot of samples at 1M-4M: the axis starts below them, not at 1, and no labels overlap", () => {
+    const samples = [2 ** 20, 2 ** 21, 2 ** 22];
+    const report = { ...stubReport(samples), batch_size: 2 ** 20 };
+    const plot = createSamplesPlot({ report, predictor: stub({ measuredRange: [2 ** 20, 2 ** 22], maxBatchSize: () => 2 ** 25, minBatchSize: () => 1 }) });
+    for (const metric of ["time", "memory"]) {
+      const el = panel(plot, metric);
+      // From 512Ki (the power of two below half the smallest) to 32Mi: 1Mi a sixth of the way in.
+      expect(cx(el, 2 ** 20)).toBeGreaterThan(52);
+      expect(cx(el, 2 ** 20)).toBeLessThan(100);
+      expect(cx(el, 2 ** 22) - cx(el, 2 ** 20)).toBeGreaterThan(50);
+      const labels = [...el.querySelectorAll('.sk-samples-tick[text-anchor="middle"]')]
+        .map((t) => ({ x: Number(t.getAttribute("x")), width: labelWidth(t.textContent) }));
+      expect(labels.length).toBeGreaterThanOrEqual(2);
+      for (const [i, label] of labels.entries()) {
+        expect(label.x - label.width / 2).toBeGreaterThanOrEqual(0);
+        expect(label.x + label.width / 2).toBeLessThanOrEqual(250);
+        if (i > 0) expect(label.x - labels[i - 1].x).toBeGreaterThanOrEqual((label.width + labels[i - 1].width) / 2);
+      }
+    }
+    expect(badAttributes(plot.el)).toEqual([]);
+  });
+
+  test("small batch sizes still start at 1 where the smallest sample is 1 or 2", () => {
+    const plot = createSamplesPlot({ report: stubReport([2, 8, 32]), predictor: stub({ measuredRange: [2, 32], minBatchSize: () => 1 }) });
+    const ticks = [...panel(plot, "time").querySelectorAll('.sk-samples-tick[text-anchor="middle"]')].map((t) => t.textContent);
+    expect(ticks[0]).toBe("1");
   });
 
   test("values: round numbers of the unit, 1-2-5 when a decade is too wide", () => {

@@ -1,0 +1,70 @@
+// "Measure at N" belongs to the report it was measured against (actions.js reportArrived): the
+// `measurement` trait keeps the kernel's latest result across a Re-profile, and the kernel may
+// clear it or send it again, so a new report never shows the old report's measurement.
+import { afterEach, describe, expect, test } from "vitest";
+import widget from "../src/index.js";
+import { loadReport, mount } from "./helpers.js";
+
+let views = [];
+afterEach(() => {
+  for (const v of views) v.unmount();
+  views = [];
+});
+
+const MiB = 2 ** 20;
+const at40 = { batch_size: 40, iteration_ms: 66.67, peak_bytes: 38.2 * MiB, throughput: 600 };
+const shown = (view) => view.q("measurement").textContent;
+
+/** The profile the user re-profiled at batch 8: another report in the same widget. */
+function reprofiled() {
+  const report = loadReport("small");
+  report.batch_size = 8;
+  report.iteration_ms = 0.76;
+  report.throughput = 10_526;
+  return report;
+}
+
+/** Another view of `model`, as JupyterLab opens for "Create New View for Output". */
+function secondView(model) {
+  const el = document.body.appendChild(document.createElement("div"));
+  const cleanup = widget.render({ model, el });
+  const view = { el, q: (name) => el.querySelector(`[data-skyline="${name}"]`), unmount: () => { cleanup(); el.remove(); } };
+  views.push(view);
+  return view;
+}
+
+describe("a measurement and the report it was taken against", () => {
+  test("Re-profile drops the old report's measurement; one measured since shows", () => {
+    const view = mount({ report: loadReport("small") });
+    views.push(view);
+    view.model.set("measurement", at40);
+    expect(shown(view)).toMatch(/^Measured at 40: 600 samples\/s, peak 38\.2 MiB/);
+
+    view.model.set("report", reprofiled());
+    expect(view.q("header").textContent).toContain("Batch size: 8");
+    expect(shown(view)).toBe("");
+
+    // The kernel sends the same result again (a new object, equal values): still the old one's.
+    view.model.set("measurement", { ...at40 });
+    expect(shown(view)).toBe("");
+    view.model.set("measurement", {});
+    expect(shown(view)).toBe("");
+
+    // Measured against the new report: shown, against its prediction.
+    view.model.set("measurement", { ...at40, throughput: 650, iteration_ms: 61.5 });
+    expect(shown(view)).toMatch(/^Measured at 40: 650 samples\/s, peak 38\.2 MiB/);
+    expect(shown(view)).toContain("predicted");
+  });
+
+  test("a view opened after the Re-profile does not show the old measurement either", () => {
+    const view = mount({ report: loadReport("small"), measurement: at40 });
+    views.push(view);
+    // Opened with both (a saved notebook): nothing tells them apart, so it is this report's.
+    expect(shown(view)).toMatch(/^Measured at 40: 600 samples\/s/);
+    view.model.set("report", reprofiled());
+    expect(shown(view)).toBe("");
+    const other = secondView(view.model);
+    expect(other.q("header").textContent).toContain("Batch size: 8");
+    expect(shown(other)).toBe("");
+  });
+});
