@@ -135,7 +135,10 @@ def test_widget_groups_gru_ops_hoverable_and_open_to_calls(notebook, frontend):
 
     page = notebook.page
     _theme(page, "Dark")
-    _screenshot_hovering(notebook, widget, "gru/addmm#*", "grouped-drill-dark.png")
+    try:
+        _screenshot_hovering(notebook, widget, "gru/addmm#*", "grouped-drill-dark.png")
+    finally:
+        _theme(page, "Light")  # the server's settings outlive this test
 
     _part(widget, "top").click()
     expect(_part(widget, "breadcrumb")).to_have_text("Tagger")

@@ -252,6 +252,14 @@ def test_dark_theme_is_readable(notebook):
     widget = _open_widget(notebook)
     page = notebook.page
     _theme(page, "Dark")
+    try:
+        _dark_is_readable(widget, page)
+    finally:
+        _theme(page, "Light")  # the server's settings outlive this test
+
+
+def _dark_is_readable(widget, page) -> None:
+    """The tooltip shows, and the headline, code and bar values contrast with their background."""
     widget.evaluate("el => el.scrollIntoView({block: 'start'})")
     _segment(widget, "time", _largest_module()["path"]).hover()
     expect(_part(widget, "tooltip")).to_be_visible()
