@@ -52,11 +52,14 @@ class SamplingPolicy:
 
 
 # A CPU: samples timed as ``timing.SAMPLE`` says; 13 of the user's iterations, so that with
-# the profile's own ~17 the whole stays near 30 (BENCHMARKS.md); to 4× (the budget rarely
-# reaches even that). Where the floor lifts it (iterations under 20 ms) it costs at most 0.25 s
-# and 1.5× the profile, which a sub-millisecond MLP's drag needs (in a notebook whose browser
-# shares the cores, its curve is refused without a wide range: ``sample_plan``).
-CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 4)
+# the profile's own ~17 the whole stays near 30 (BENCHMARKS.md); to 8× where the budget
+# reaches (a step of a few ms rarely affords even 4×). Where the floor lifts it (iterations
+# under 20 ms) it costs at most 0.25 s and 1.5× the profile, which a sub-millisecond MLP's drag
+# needs (in a notebook whose browser shares the cores, its curve is refused without a wide
+# range: ``sample_plan``), and which takes it to 8×: at 2 threads its time per sample falls
+# beyond 4×, and a curve through samples to 4× read 8–20 % high at 6–8× (BENCHMARKS.md,
+# session 30).
+CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 8)
 # A GPU: iterations of a few ms cost little to time as well as the headline (10 ms samples gave
 # 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %); the rest of a profile takes 50–580 of
 # the user's iterations there (op timing, the memory run, building the trial: stage_cost.py on

@@ -372,5 +372,5 @@ def test_halves_are_not_categorized(monkeypatch) -> None:
     reporter = Reporter(None, True)
     reporter.started -= 1.0  # the profile's real second so far: the floor's budget, not the bar's
     sampled = samples.sample_sizes(warm, resolve_device("cpu"), [], reporter)
-    assert sorted(sampled.peaks) == [2, 4, 8, 12, 16, 24, 32], sorted(sampled.peaks)
-    assert sorted(sampled.categories) == [16, 32]
+    assert sorted(sampled.peaks) == [2, 4, 8, 12, 16, 24, 32, 48, 64], sorted(sampled.peaks)
+    assert sorted(sampled.categories) == [16, 32, 64]
