@@ -310,6 +310,11 @@ class NotebookPage:
         does not run script 60 times a second while a profile runs."""
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        self.wait_all_ran(timeout_ms)
+
+    def wait_all_ran(self, timeout_ms: float = 180_000) -> None:
+        """Wait until every code cell shows an execution count, then for the kernel to idle (it
+        idles for a moment between two cells of a Run All: idle alone does not say all ran)."""
         self.page.wait_for_function(
             """() => {
                 const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];

@@ -63,7 +63,7 @@ def test_beside_a_busy_process_the_one_thread_notice_comes_while_the_profile_run
         widget = page.locator('.jp-OutputArea [data-skyline="root"]')
         notice = widget.locator('[data-skyline="progress-notice"]').text_content() or ""
         expect(_part(widget, "predicted-batch-size")).to_have_text("8", timeout=400_000)
-        notebook.wait_for_kernel_idle(timeout_s=60)
+        notebook.wait_all_ran(timeout_ms=60_000)  # the last cell too, which prints the threads
     finally:
         spinner.kill()
         spinner.wait()
