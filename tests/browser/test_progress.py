@@ -19,6 +19,7 @@ import time
 import pytest
 from conftest import ARTIFACTS
 from notebook_cells import mlp_cell
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 from test_cell_edit import _part
 from test_cell_edit_more import _cell, _run_cell, _run_cell_async, _widget_in
@@ -78,11 +79,22 @@ CHECK = "print('after', marker, rng_hash() == before, rng_hash())"
 
 def _shot(notebook, locator, name: str) -> None:
     """Keep a picture in test-artifacts/, to check that it reads well. A clip of the page: the
-    progress never stands still long enough for an element screenshot."""
+    progress never stands still long enough for an element screenshot. When a run ends the
+    kernel sends the widget's display again (``LiveProfile._refresh_outputs``) and the output
+    area draws a new view: an element can leave the page mid-scroll, and the locator then
+    finds the new one."""
     ARTIFACTS.mkdir(exist_ok=True)
-    locator.scroll_into_view_if_needed()
     path = ARTIFACTS / f"progress-{name}-{notebook.frontend}.png"
-    notebook.page.screenshot(path=path, clip=locator.bounding_box(), animations="disabled")
+    for attempt in range(3):
+        try:
+            locator.scroll_into_view_if_needed()
+            box = locator.bounding_box()
+            break
+        except PlaywrightError:
+            if attempt == 2:
+                raise
+            time.sleep(0.5)
+    notebook.page.screenshot(path=path, clip=box, animations="disabled")
 
 
 def _advance(widget, timeout_s: float = 60) -> tuple[set[str], list[int]]:
