@@ -229,7 +229,7 @@ class LiveProfile:
         return BatchSizeSource(
             code=self.cell.code, editable=True, kind=loc.target, start=loc.start, end=loc.end,
             value=loc.value, cell_id=self.cell.cell_id, file=self.cell.file, reason=reason,
-            start_utf16=loc.start_utf16, end_utf16=loc.end_utf16,
+            start_utf16=loc.start_utf16, end_utf16=loc.end_utf16, text=loc.text,
         )
 
     def _on_edit_target(self, change: dict[str, Any]) -> None:
@@ -359,7 +359,7 @@ def _edit_target(source: BatchSizeSource) -> dict[str, Any]:
     UTF-16 code units; ``{}`` when the literal cannot be edited."""
     if not source.editable:
         return {}
-    keys = ("cell_id", "start_utf16", "end_utf16", "value")
+    keys = ("cell_id", "start_utf16", "end_utf16", "value", "text")
     return {key: getattr(source, key) for key in keys}
 
 

@@ -153,6 +153,7 @@ class BatchSizeSource:
     reason: str | None = None
     start_utf16: int | None = None
     end_utf16: int | None = None
+    text: str | None = None  # the literal as written (``code[start:end]``): ``32``, ``2_000_000``
 
 
 @dataclass

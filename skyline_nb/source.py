@@ -29,8 +29,10 @@ Which literal is the batch size, in order of precedence:
 A module-level variable must be bound exactly once at module scope (``+=``, tuple unpacking,
 imports, ``for`` targets and ``global`` writes in functions all count as bindings).
 
-Only plain decimal literals are edited: ``0x20``, ``0o40``, ``3_2`` are refused rather than
-rewritten in a different spelling; so are ``True``, negative numbers, zero and expressions.
+Only decimal literals are edited, each in its own spelling: plain digits, or digits grouped in
+threes by underscores (``2_000_000``, PEP 515's usual grouping), which a new value keeps
+(``spell``). ``0x20``, ``0o40``, ``3_2`` are refused rather than rewritten in a different
+spelling; so are ``True``, negative numbers, zero and expressions.
 
 IPython-only lines (a first-line ``%%skyline``, ``%time ...``, ``!cmd``, ``x = !cmd``) are turned
 into same-length Python before parsing (``ipython_lines``), so every offset refers to the
@@ -54,7 +56,7 @@ DEFAULT_PROVIDER_NAMES = ("skyline_input_provider", "deepview_input_provider")
 DEFAULT_VARIABLE = "batch_size"
 PARAMETER = "batch_size"
 
-_DECIMAL = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+|[1-9][0-9]{0,2}(?:_[0-9]{3})+")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 Target = Literal["signature_default", "module_variable"]
@@ -177,7 +179,13 @@ def plan_edit(
     loc = find_batch_size_literal(code, provider_name=provider_name, variable=variable)
     if expected_value is not None and loc.value != expected_value:
         raise SourceEditRefused(f"{loc.describe()} is now {loc.value}, not {expected_value}")
-    return LiteralEdit(loc, str(new_value))
+    return LiteralEdit(loc, spell(new_value, loc.text))
+
+
+def spell(value: int, like: str) -> str:
+    """``value`` written as the literal ``like`` is: in threes by underscores when it is
+    (``1_500_000`` for ``2_000_000``), else plain digits. js/src/edit.js spells it alike."""
+    return f"{value:_}" if "_" in like else str(value)
 
 
 def rewrite_batch_size(
@@ -355,7 +363,7 @@ def _locate(code: str, node: ast.Constant, target: Target, name: str, what: str)
     text = code[start:end]
     if not _DECIMAL.fullmatch(text):
         raise SourceEditRefused(
-            f"{what} is written `{text}`; only decimal literals like `32` are edited"
+            f"{what} is written `{text}`; only decimal literals like `32` or `2_000_000` are edited"
         )
     before = sum(1 for ch in code[:start] if ord(ch) > 0xFFFF)  # astral chars: 2 UTF-16 units
     utf16 = (start + before, end + before)  # the literal itself is ASCII

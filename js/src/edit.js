@@ -87,7 +87,7 @@ export function findSourceCell(el, model, target) {
   return { cellId: found.cellId };
 }
 
-const TARGET_KEYS = ["start_utf16", "end_utf16", "value"];
+const TARGET_KEYS = ["start_utf16", "end_utf16", "value", "text"];
 
 function rememberCell(model, target, cellId) {
   if (typeof model?.set !== "function") return;
@@ -98,6 +98,14 @@ function rememberCell(model, target, cellId) {
   model.save_changes?.();
 }
 
+/** The literal as the cell has it: its text (`2_000_000`) where the kernel sent one (reports
+ * before it did held plain digits only). */
+const written = (target) => (typeof target?.text === "string" && target.text ? target.text : String(target.value));
+
+/** `batch` spelled like the target's literal (source.spell): in threes by `_` when it is. */
+export const spell = (batch, target) => (written(target ?? {}).includes("_")
+  ? String(batch).replace(/\B(?=(\d{3})+(?!\d))/g, "_") : String(batch));
+
 /**
  * The kernel's edit {start, end, expected, text} for setting `batch` in `current` (the cell's
  * text now), or {error}. While the cell holds exactly the text it was profiled with (or its text
@@ -106,7 +114,7 @@ function rememberCell(model, target, cellId) {
  */
 export async function locateEdit(model, current, target, batch) {
   if (current === null || current === target.code) {
-    return { start: target.start_utf16, end: target.end_utf16, expected: String(target.value), text: String(batch) };
+    return { start: target.start_utf16, end: target.end_utf16, expected: written(target), text: spell(batch, target) };
   }
   const answer = await locateInKernel(model, current, batch);
   if (!answer) return { error: "the cell changed since it was profiled and no kernel answered to find the batch size in it; re-run the cell, then drag" };
@@ -144,8 +152,8 @@ const sentence = (text) => (/[.!?]$/.test(text) ? text : `${text}.`);
  * at most once (one undo step), and only where the kernel says the literal is now.
  */
 export async function applyEdit({ el, model, report, batch }) {
-  const manual = (why) => ({ ok: false, via: "manual", text: `batch_size = ${batch}`, message: `${sentence(why)} Set it by hand:` });
   const target = editTarget(model, report);
+  const manual = (why) => ({ ok: false, via: "manual", text: `batch_size = ${spell(batch, target)}`, message: `${sentence(why)} Set it by hand:` });
   if (!target || target.editable === false || !Number.isInteger(target.start_utf16)) {
     return manual(`The batch size cannot be edited here${target?.reason ? `: ${target.reason}` : ""}`);
   }

@@ -5,14 +5,34 @@ import { h } from "./dom.js";
 import { formatBytes, formatInt, formatMs, formatThroughput } from "./format.js";
 import { Predictor } from "./predict.js";
 
-function stat(label, value, title) {
+function stat(label, value, title, note = null) {
   // data-skyline="summary" items keep the plain "Label: value" text the smoke tests read; the
-  // colon is hidden by CSS because the label sits above the value.
+  // colon is hidden by CSS because the label sits above the value, and so is the separator
+  // before a note, which sits below it.
   return h("div", { class: "sk-stat", data: { skyline: "summary" }, title }, [
     h("span", { class: "sk-stat-label", text: label }),
     h("span", { class: "sk-stat-sep", text: ": " }),
     h("span", { class: "sk-stat-value", text: value }),
+    ...(note ? [h("span", { class: "sk-stat-sep", text: " \u00b7 " }), h("span", { class: "sk-stat-note", data: { skyline: "max-where" }, text: note })] : []),
   ]);
+}
+
+/**
+ * The header's maximum throughput, with where it is: "at batch 256 · extrapolated" when the
+ * batch lies beyond the measured sizes (an end of the range at 8× the largest often does), or
+ * "measured" when a sample's throughput is the best. The bars' top is the same number.
+ */
+function maxThroughputStat(predictor) {
+  const value = predictor.maxThroughput;
+  if (!value) return stat("Max throughput (predicted)", "\u2014", predictor.reason || "no model");
+  const range = `for batch sizes up to ${formatInt(predictor.maxBatchSize())}`;
+  const at = predictor.maxThroughputBatchSize;
+  if (at === null) return stat("Max throughput (predicted)", formatThroughput(value), `the most throughput measured; none predicted ${range} is higher`, "measured");
+  const batch = Math.round(at);
+  const beyond = predictor.extrapolation(batch);
+  const note = `at batch ${formatInt(batch)}${beyond ? " \u00b7 extrapolated" : ""}`;
+  const title = `the most throughput predicted ${range}: at batch ${formatInt(batch)}${beyond ? `, ${beyond}; the samples do not reach it` : ""}`;
+  return stat("Max throughput (predicted)", formatThroughput(value), title, note);
 }
 
 export function renderHeader(report) {
@@ -22,10 +42,6 @@ export function renderHeader(report) {
   // Recomputed like the bars (predict.js), so a stored value from an older report that can no
   // longer be trusted is never shown.
   const predictor = new Predictor(report.models);
-  const maxThroughput = predictor.maxThroughput;
-  const maxTitle = maxThroughput
-    ? `the most throughput predicted or measured for batch sizes up to ${formatInt(predictor.maxBatchSize())}`
-    : predictor.reason || "no model";
   const items = [
     stat("Device", deviceName, device.capacity_bytes ? `capacity ${formatBytes(device.capacity_bytes)}` : undefined),
     stat("Batch size", formatInt(report.batch_size)),
@@ -33,7 +49,7 @@ export function renderHeader(report) {
     oneThread(report),
     stat("Throughput", formatThroughput(report.throughput)),
     stat("Peak memory", formatBytes(report.peak_bytes)),
-    stat("Max throughput (predicted)", maxThroughput ? formatThroughput(maxThroughput) : "\u2014", maxTitle),
+    maxThroughputStat(predictor),
   ].filter(Boolean);
   return h("div", { class: "sk-header", data: { skyline: "header" } }, items);
 }

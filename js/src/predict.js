@@ -234,6 +234,18 @@ export class Predictor {
     return Number.isFinite(value) ? value : null;
   }
 
+  /**
+   * Where maxThroughput is predicted: the first end of the drag range or breakpoint with the
+   * most throughput; null where a measured throughput is larger, or dragging is off.
+   */
+  get maxThroughputBatchSize() {
+    if (!this.canManipulate || !this.time) return null;
+    const turns = this.turns(this.maxBatchSize());
+    const best = turns.reduce((a, x) => (this.predictThroughput(x) > this.predictThroughput(a) ? x : a));
+    const measured = (this.measuredMaxThroughput || 0.0) * (1 - 1e-9); // a tie is the curve's
+    return this.predictThroughput(best) >= measured ? best : null;
+  }
+
   /** The bottom of the drag range: 1, or the size above failsBelow. */
   minBatchSize() {
     return this.failsBelow === null ? 1 : this.failsBelow + 1;

@@ -1,7 +1,7 @@
 // The widget's side of editing the cell (js/src/edit.js): the kernel's edit, applied by the one
 // writer through the extension's event, else the shared model, else a copyable line.
 import { afterEach, describe, expect, test } from "vitest";
-import { applyEdit, editTarget, locateEdit, readCurrentSource } from "../src/edit.js";
+import { applyEdit, editTarget, locateEdit, readCurrentSource, spell } from "../src/edit.js";
 import widget from "../src/index.js";
 import { fakeKernel, locateLiteral, servedModel } from "./fake-kernel.js";
 import { fakeModel, key, loadReport, mount } from "./helpers.js";
@@ -94,6 +94,22 @@ describe("applyEdit: (a) event, (b) shared model, (c) copyable text", () => {
     const result = await applyEdit({ el: document.createElement("div"), model: plain, report, batch: 64 });
     expect(result.via).toBe("manual");
     expect(refused).toEqual({}); // nothing written: the kernel's next %%skyline run writes it
+  });
+
+  test("a literal grouped by underscores: expected as written, the new value spelled alike", async () => {
+    const report = loadReport("small");
+    const code = report.source.code.replace("batch_size=32", "batch_size=2_000");
+    const start = report.source.start_utf16;
+    report.source = { ...report.source, code, end: report.source.start + 5, end_utf16: start + 5, value: 2000, text: "2_000" };
+    const { cell, calls, shared } = sharedNotebook(report.source.cell_id, code);
+    const result = await applyEdit({ el: document.createElement("div"), model: managed(shared), report, batch: 1536 });
+    expect(calls).toEqual(["stop", [start, start + 5, "1_536"], "stop"]);
+    expect(cell.source).toBe(code.replace("batch_size=2_000", "batch_size=1_536"));
+    expect(result.message).toBe("Set the batch size to 1_536 in the source cell (was 2_000). Ctrl+Z in that cell undoes it.");
+    const plain = await applyEdit({ el: document.createElement("div"), model: bare(), report, batch: 999 });
+    expect(plain).toMatchObject({ via: "manual", text: "batch_size = 999" });
+    expect(spell(1234567, { text: "2_000" })).toBe("1_234_567");
+    expect(spell(1234567, { value: 32 })).toBe("1234567"); // a report from before `text`
   });
 
   test("(b) an internal API that throws falls through to (c)", async () => {

@@ -50,6 +50,7 @@ const SCALARS = {
   min_batch_size: [(p) => p.minBatchSize(), exact],
   knee_batch_size: [(p) => p.kneeBatchSize, exact],
   max_throughput: [(p) => p.maxThroughput, close],
+  max_throughput_batch_size: [(p) => p.maxThroughputBatchSize, close],
   can_manipulate: [(p) => p.canManipulate, exact],
   line_problems: [(p) => p.lineProblems(), exact],
   bend_batch_size: [(p) => p.bendBatchSize, close],

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, test } from "vitest";
 import widget from "../src/index.js";
+import { formatInt } from "../src/format.js";
 import { Predictor } from "../src/predict.js";
 import { indexTree, memorySegments, timeSegments } from "../src/tree.js";
 import { fakeModel, key, loadReport, mount } from "./helpers.js";
@@ -53,7 +54,13 @@ describe.each(["small", "large", "cnn"])("report_%s renders every part", (name) 
     const total = view.q("breakdown-time").querySelector(".sk-breakdown-total").textContent;
     expect(summary).toContain(`Iteration: ${total}`);
     const max = view.q("throughput-scale").textContent.match(/^max (.*) up to batch/)[1];
-    expect(summary).toContain(`Max throughput (predicted): ${max}`);
+    const where = view.q("max-where")?.textContent;
+    expect(summary).toContain(`Max throughput (predicted): ${max}${where ? ` \u00b7 ${where}` : ""}`);
+    // where the maximum is: a batch size, marked when beyond the measured sizes, or "measured"
+    const p = new Predictor(report.models);
+    const at = p.maxThroughputBatchSize;
+    const beyond = at !== null && Math.round(at) > p.measuredRange[1];
+    expect(where).toBe(at === null ? "measured" : `at batch ${formatInt(Math.round(at))}${beyond ? " \u00b7 extrapolated" : ""}`);
   });
 });
 
@@ -222,4 +229,27 @@ test("the edit's confirmation shows right under the bars a drag ends on, above t
   const parts = [...q("bars").children].map((e) => e.dataset.skyline || e.className);
   expect(parts).toEqual(["sk-bars-row", "sk-batch", "extrapolated", "edit-status", "sk-actions", "samples-plot"]);
   expect(Boolean(notice.compareDocumentPosition(q("code-view")) & Node.DOCUMENT_POSITION_FOLLOWING)).toBe(true);
+});
+
+test("the header says where its maximum throughput is, and when the samples do not reach it", () => {
+  const where = (report) => {
+    view?.unmount();
+    view = mount({ report });
+    const item = view.qa("summary").find((e) => e.textContent.startsWith("Max throughput"));
+    return [view.q("max-where")?.textContent, item.title];
+  };
+  const small = loadReport("small"); // measured 32…256, the range up to 8× the largest
+  const [beyond, title] = where(small);
+  expect(beyond).toBe("at batch 2,048 \u00b7 extrapolated");
+  expect(title).toMatch(/at batch 2,048, extrapolated beyond the measured 256; the samples do not reach it/);
+  // a steeper line from 128 on (a convex curve): the most throughput is where it takes over,
+  // inside the measured sizes: predicted, not extrapolated
+  const [line] = small.models.time.lines;
+  const steep = { slope: 3 * line.slope, intercept: line.intercept - 256 * line.slope };
+  const time = { ...small.models.time, shape: "convex", lines: [line, steep], ...steep };
+  const models = { ...small.models, time, knee_batch_size: null, measured_max_throughput: null };
+  const inside = where({ ...small, models });
+  expect(inside[0]).toBe("at batch 128");
+  expect(inside[1]).not.toMatch(/extrapolated/);
+  expect(where(loadReport("cnn"))[0]).toBe("measured"); // a sample's throughput is the best
 });

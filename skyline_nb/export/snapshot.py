@@ -18,8 +18,9 @@ from html import escape
 from typing import Any
 
 from skyline_nb.categories import Categories, NodeKind
-from skyline_nb.export.units import format_bytes, format_ms
+from skyline_nb.export.units import format_bytes, format_ms, format_throughput
 from skyline_nb.models.curve import Curve
+from skyline_nb.models.performance import PerformanceModels
 
 WIDTH = 560
 BAR_H = 18
@@ -81,12 +82,27 @@ def headline(report: dict[str, Any]) -> str:
     one = (report.get("one_thread") or {}).get("one_thread_ms")  # timed on a busy machine
     at_one = f" ({format_ms(one)} at 1 thread)" if one else ""
     text = (
-        f"batch {report['batch_size']} · {format_ms(report['iteration_ms'])}/iteration{at_one} · "
-        f"{report['throughput']:.1f} samples/s · peak {format_bytes(report['peak_bytes'])}"
+        f"batch {report['batch_size']:,} · {format_ms(report['iteration_ms'])}/iteration{at_one} · "
+        f"{format_throughput(report['throughput'])} · peak {format_bytes(report['peak_bytes'])}"
     )
     if models.get("max_throughput"):
-        text += f" · predicted max {models['max_throughput']:.1f} samples/s"
+        best = format_throughput(models["max_throughput"])
+        text += f" · predicted max {best}{_max_where(models)}"
     return text
+
+
+def _max_where(models: dict[str, Any]) -> str:
+    """Where the predicted maximum is, as the widget's header says it: " at batch N" with
+    " (extrapolated)" beyond the measured sizes, " (measured)" where a sample's is the best."""
+    try:
+        performance = PerformanceModels.from_dict(models)
+        at = performance.max_throughput_batch_size
+    except (KeyError, TypeError, ValueError):  # a report from before the models had a range
+        return ""
+    if at is None:
+        return " (measured)" if performance.max_throughput else ""
+    beyond = performance.measured_range is not None and round(at) > performance.measured_range[1]
+    return f" at batch {round(at):,}{' (extrapolated)' if beyond else ''}"
 
 
 def _key_bars(report: dict[str, Any]) -> str:
@@ -94,8 +110,9 @@ def _key_bars(report: dict[str, Any]) -> str:
     rows = []
     max_tp = models.get("max_throughput")
     if max_tp:
+        measured = format_throughput(report["throughput"])
         rows.append(("Throughput", report["throughput"] / max_tp,
-                     f"{report['throughput']:.1f} of max {max_tp:.1f} samples/s"))
+                     f"{measured} of max {format_throughput(max_tp)}"))
     top, of = _memory_top(report)
     if top > 0:
         rows.append(("Peak memory", report["peak_bytes"] / top,

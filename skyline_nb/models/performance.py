@@ -244,6 +244,18 @@ class PerformanceModels:
                     + [self.measured_max_throughput or 0.0])
         return value if math.isfinite(value) else None
 
+    @property
+    def max_throughput_batch_size(self) -> float | None:
+        """Where ``max_throughput`` is predicted: the first end of the drag range or breakpoint
+        whose throughput is the largest; None where a measured throughput is larger, or
+        dragging is off. The widget names it beside the value, and marks it extrapolated when it
+        lies beyond the measured sizes (an end at 8× the largest often does)."""
+        if not self.can_manipulate or self.time is None:
+            return None
+        best = max(self.turns(self.max_batch_size()), key=self.predict_throughput)
+        measured = (self.measured_max_throughput or 0.0) * (1 - 1e-9)  # a tie is the curve's
+        return best if self.predict_throughput(best) >= measured else None
+
     def batch_size_for_throughput(self, samples_per_s: float) -> int:
         """The smallest batch size whose predicted throughput reaches ``samples_per_s``, in
         the drag range; for scripts ("which batch gives 2,000 samples/s?").

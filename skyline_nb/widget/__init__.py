@@ -54,7 +54,8 @@ class SkylineWidget(anywidget.AnyWidget):
             next ``%%skyline`` run only where no front-end path did (``cellbody.pending_edit``):
             an edit the front end made and the user undid stays undone.
         edit_target: where the batch-size literal lives ({cell_id, start_utf16, end_utf16,
-            value}), or {} when the source cannot be edited (the reason is in ``report.source``).
+            value, text}: ``text`` is the literal as written, ``2_000_000``), or {} when the
+            source cannot be edited (the reason is in ``report.source``).
         measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
             throughput}), shown beside the prediction; {} before any.
         live: true when a kernel-side ``LiveProfile`` serves this widget (Re-profile, Measure at

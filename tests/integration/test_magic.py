@@ -159,6 +159,22 @@ def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
     assert ip.rl_next_input == cell.replace("batch_size=12", "batch_size=7")
 
 
+def test_a_literal_grouped_by_underscores_is_edited_in_its_spelling(ip):
+    """``batch_size=1_024``: the front end is told the literal as written (its expected text),
+    and a drag the kernel writes keeps the grouping."""
+    grouped = PROVIDERS.rstrip("\n").replace("batch_size=12", "batch_size=1_024")
+    cell = "%%skyline --no-predict\n" + grouped
+    assert run(ip, cell, "cell-g").success
+    live = ip._skyline_nb_magics.by_cell["cell-g"]
+    target = live.widget.edit_target
+    assert target["text"] == "1_024" and target["value"] == 1024
+    assert cell[target["start_utf16"]:target["end_utf16"]] == "1_024"  # ASCII cell: UTF-16 = str
+    live.widget.selected_batch_size = 2048
+    assert run(ip, cell, "cell-g").success
+    assert skyline_nb.last_report().batch_size == 2048
+    assert ip.rl_next_input == cell.replace("1_024", "2_048")
+
+
 def test_a_drag_the_front_end_wrote_and_the_user_undid_stays_undone(ip):
     """The front end wrote 7 into the cell; the user pressed Ctrl+Z there and ran the cell as
     it reads again (12): the kernel does not write the drag in a second time."""

@@ -63,3 +63,10 @@ def test_the_time_at_one_thread_follows_the_iteration_where_it_was_measured():
     report["one_thread"] = {"threads": 2, "one_thread_ms": 243.0}
     assert "· 3.87 s/iteration (243 ms at 1 thread) ·" in headline(report)
     assert "(243 ms at 1 thread)" in snapshot_html(report)
+
+
+def test_the_headline_says_where_the_predicted_maximum_is():
+    small = json.loads((FIXTURES / "report_small.json").read_text(encoding="utf-8"))
+    assert headline(small).endswith("samples/s at batch 2,048 (extrapolated)")  # measured to 256
+    cnn = json.loads((FIXTURES / "report_cnn.json").read_text(encoding="utf-8"))
+    assert headline(cnn).endswith("samples/s (measured)")  # a sample's throughput is the best

@@ -394,3 +394,31 @@ def test_the_editor_edit_and_the_python_rewrite_are_the_same_edit() -> None:
     assert utf16[2 * js["start"] : 2 * js["end"]].decode("utf-16-le") == js["expected"] == "32"
     as_js = utf16[: 2 * js["start"]] + js["text"].encode("utf-16-le") + utf16[2 * js["end"] :]
     assert as_js.decode("utf-16-le") == edit.apply(code) == rewrite_batch_size(code, 128)
+
+
+@pytest.mark.parametrize(
+    ("literal", "new_value", "written"),
+    [("2_000_000", 1_500_000, "1_500_000"), ("2_000_000", 512, "512"), ("10_000", 40_960, "40_960"),
+     ("4096", 1_000_000, "1000000")],
+)
+def test_a_literal_grouped_in_threes_is_edited_in_its_own_spelling(
+    literal: str, new_value: int, written: str
+) -> None:
+    code = PROVIDER.replace("32", literal)
+    loc = find_batch_size_literal(code)
+    assert (loc.text, loc.value) == (literal, int(literal))
+    edit = plan_edit(code, new_value)
+    assert edit.for_editor()["expected"] == literal
+    assert edit.apply(code) == PROVIDER.replace("32", written)
+    # the rewritten cell reads back as the new value, and goes on being edited alike
+    assert find_batch_size_literal(edit.apply(code)).value == new_value
+
+
+@pytest.mark.parametrize(
+    ("literal", "reason"),
+    [("3_2", "written `3_2`"), ("2_00_000", "written `2_00_000`"), ("1_0000", "written `1_0000`"),
+     ("_2", "no module-level `_2"), ("0_000", "at least 1")],
+)
+def test_other_underscore_spellings_are_refused(literal: str, reason: str) -> None:
+    with pytest.raises(SourceEditRefused, match=reason):
+        find_batch_size_literal(PROVIDER.replace("32", literal))
