@@ -9,7 +9,8 @@
    IPython's one-line UsageError), a provider that raises (the widget's error box), a
    `%%skyline` cell that does not parse (the cell itself errors: IPython's SyntaxError with its
    caret, then one UsageError line saying nothing was profiled; no widget), and `batch_size=2**5`
-   (it profiles, but a drag is refused with the reason and a `batch_size = N` line to copy).
+   (it profiles, but a drag is refused with the reason and a `batch_size = N` line to copy);
+   `batch_size=1_000` is dragged in its own spelling.
 
 Time: about 2 minutes on a busy 2-core machine (three kernels, four profiles).
 """
@@ -206,6 +207,23 @@ def test_a_drag_undone_in_the_cell_stays_undone_when_the_cell_magic_runs_again(n
     _run_cell(notebook, 1)
     _ready(_widget_in(_cell(notebook, 1)), 32)
     assert _saved(notebook) == cells
+
+
+@pytest.mark.parametrize("frontend", ["lab"])
+def test_a_literal_grouped_by_underscores_is_dragged_in_its_own_spelling(notebook):
+    """`batch_size=1_000` profiles, and a drag writes the new size grouped the same way
+    (`1_500`), the only change in the saved notebook."""
+    grouped = PROVIDERS.replace("(batch_size=32)", "(batch_size=1_000)")
+    cells = {"setup": SETUP, "providers": "%%skyline --memory-budget 256MiB\n" + grouped}
+    notebook.write(f"edit-grouped-{notebook.frontend}.ipynb", cells)
+    notebook.open()
+    notebook.run_all()
+    widget = notebook.page.locator('.jp-OutputArea [data-skyline="root"]')
+    _ready(widget, 1000)
+    up = _drag(notebook, widget, "memory", -4, lambda b: b > 1000)
+    _edit_status(widget, rf"Set the batch size to {up:_} in the source cell \(was 1_000\)", "event")
+    want = {**cells, "providers": cells["providers"].replace("1_000", f"{up:_}")}
+    assert _saved(notebook) == want
 
 
 def _run_cell_async(notebook, index: int) -> None:
