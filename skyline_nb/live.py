@@ -285,21 +285,20 @@ class LiveProfile:
     def _measure(self, content: dict[str, Any]) -> None:
         from skyline_nb import cells
         from skyline_nb.profiler.prepare import measure_iteration
+        from skyline_nb.profiler.timing import HEADLINE
 
         size = int(content["batch_size"])
         model_p, input_p, iteration_p = self._providers()
         with self._working(f"Measuring at batch size {size}…"):
             wait_for_front_end()
-            sample = measure_iteration(
-                model_p, input_p, iteration_p, size, self.request.device,
-                memory_budget=self.request.memory_budget, project_root=self.request.project_root,
-                cells=cells.lookup,
-            )
+            result = measure_iteration(
+                model_p, input_p, iteration_p, size, self.request.device, cells=cells.lookup,
+                memory_budget=self.request.memory_budget, project_root=self.request.project_root)
+        timing = result.timing  # how its steps varied, whether they waited: the noise it shows
         self.widget.measurement = {
-            "batch_size": sample.batch_size, "iteration_ms": sample.iteration_ms,
-            "peak_bytes": sample.peak_bytes,
-            "throughput": 1000.0 * sample.batch_size / sample.iteration_ms,
-        }
+            "batch_size": result.batch_size, "iteration_ms": result.iteration_ms, "waited":
+            result.waited, "peak_bytes": result.peak_bytes, "throughput": result.throughput,
+            "steps": len(timing.counted(HEADLINE)), "spread": timing.spread(HEADLINE)}
 
     # ---- watching the source cell -------------------------------------------------------
     def on_cell_ran(self, cell_id: str | None, code: str) -> bool:

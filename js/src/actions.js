@@ -44,6 +44,18 @@ const TITLES = Object.freeze({
   measure: "Run the iteration at this batch size and compare with the prediction",
 });
 
+/**
+ * What tells the comparison from noise: a machine busy while it measured (the time is the busy
+ * machine's, and may be high), else how far apart its timed steps lay. Null for a measurement
+ * from before the kernel sent either.
+ */
+function measuredNoise(m) {
+  if (m.waited === true) return "the machine was busy: most steps waited for a CPU, so the measured time may be high";
+  const steps = Number(m.steps);
+  if (!(steps > 1) || !Number.isFinite(Number(m.spread))) return null;
+  return `its ${steps} timed steps lay within ${formatPercent(Number(m.spread))} of each other`;
+}
+
 export function createActions({ model, predictor, signal, getBatch }) {
   // A widget made by hand (SkylineWidget(report=...)) has a kernel but nobody serving these
   // messages; the kernel side says so with its `live` trait.
@@ -105,6 +117,8 @@ export function createActions({ model, predictor, signal, getBatch }) {
       lines.push(`predicted ${formatThroughput(t)} (${formatPercent((m.throughput - t) / t)} off), `
         + `${formatBytes(p)} (${formatPercent((m.peak_bytes - p) / p)} off)`);
     }
+    const noise = measuredNoise(m);
+    if (noise) lines.push(noise);
     for (const text of lines) result.append(h("div", { text }));
   }
 

@@ -68,3 +68,15 @@ describe("a measurement and the report it was taken against", () => {
     expect(shown(other)).toBe("");
   });
 });
+
+test("a measurement says how far apart its steps lay, or that the machine was busy", () => {
+  const view = mount({ report: loadReport("small"), measurement: { ...at40, steps: 12, spread: 0.081, waited: false } });
+  views.push(view);
+  const lines = () => [...view.q("measurement").children].map((e) => e.textContent);
+  expect(lines()).toHaveLength(3);
+  expect(lines()[2]).toBe("its 12 timed steps lay within 8.1% of each other");
+  view.model.set("measurement", { ...at40, steps: 20, spread: 0.9, waited: true });
+  expect(lines()[2]).toBe("the machine was busy: most steps waited for a CPU, so the measured time may be high");
+  view.model.set("measurement", { ...at40, iteration_ms: 70 }); // from before the kernel sent either
+  expect(lines()).toHaveLength(2);
+});

@@ -14,10 +14,9 @@ from skyline_nb.profiler import allocator
 from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError
 from skyline_nb.profiler.isolation import isolated
-from skyline_nb.profiler.iteration import measure_level1
+from skyline_nb.profiler.iteration import IterationResult, measure_level1
 from skyline_nb.profiler.providers import Providers, build_trial, load_providers
 from skyline_nb.profiler.stacks import CellLookup, UserCode, default_project_root
-from skyline_nb.report import Sample
 
 
 @dataclass
@@ -70,11 +69,13 @@ def measure_iteration(
     memory_budget: int | None = None,
     project_root: str | Path | None = None,
     cells: CellLookup | None = None,
-) -> Sample:
+) -> IterationResult:
     """One uninstrumented, isolated measurement at ``batch_size`` on a fresh model ("Measure at
-    N"): the profile's level 1, with its precision. Raises the device's OOM type
-    (``torch.OutOfMemoryError`` on CUDA, ``CPUOutOfMemoryError`` when a CPU ``memory_budget``
-    is exceeded) when the batch does not fit, ``ModelOOMError`` when the model alone does not.
+    N"): the profile's level 1, with its precision; its ``timing`` says how the steps varied
+    and whether they waited for a busy CPU (``sample()``: the numbers alone). Raises the
+    device's OOM type (``torch.OutOfMemoryError`` on CUDA, ``CPUOutOfMemoryError`` when a CPU
+    ``memory_budget`` is exceeded) when the batch does not fit, ``ModelOOMError`` when the
+    model alone does not.
     """
     run = prepare(model_provider, input_provider, iteration_provider, batch_size=batch_size,
                   device=device, project_root=project_root, memory_budget=memory_budget,
@@ -84,4 +85,4 @@ def measure_iteration(
             lambda: build_trial(run.providers, run.batch_size, run.device), run.device,
             run.batch_size)
         del warm
-    return result.sample()
+    return result

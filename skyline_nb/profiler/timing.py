@@ -106,14 +106,24 @@ class Timing:
         iterations of 24 read 2.4–3.0 ms, a plain loop 6.3–7.6 ms)."""
         return 2 * len(self.quiet()) < len(self.ms)
 
-    def result(self, precision: Precision, busy: bool | None = None) -> float:
-        """Median of the quiet iterations when there are enough and the machine was not
-        ``busy`` (default: this timing's own ``busy``; a sample of 2–3 iterations follows the
-        headline's, which it is a ratio of), else of all of them."""
+    def counted(self, precision: Precision, busy: bool | None = None) -> list[float]:
+        """The iterations ``result`` is the median of: the quiet ones when there are enough and
+        the machine was not ``busy`` (default: this timing's own ``busy``; a sample of 2–3
+        iterations follows the headline's, which it is a ratio of), else all of them."""
         quiet = self.quiet()
         enough = max(1, math.ceil(precision.min_iterations / 2))
         busy = self.busy if busy is None else busy
-        return statistics.median(quiet if len(quiet) >= enough and not busy else self.ms)
+        return quiet if len(quiet) >= enough and not busy else self.ms
+
+    def result(self, precision: Precision, busy: bool | None = None) -> float:
+        """The median of the ``counted`` iterations."""
+        return statistics.median(self.counted(precision, busy))
+
+    def spread(self, precision: Precision) -> float:
+        """How far apart the ``counted`` iterations lie, (max − min) / median: what a
+        comparison with this timing can tell from noise."""
+        counted = self.counted(precision)
+        return (max(counted) - min(counted)) / statistics.median(counted)
 
 
 def time_steps(step: Callable[[], Any], device: Device, precision: Precision,

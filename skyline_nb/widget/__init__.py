@@ -57,7 +57,9 @@ class SkylineWidget(anywidget.AnyWidget):
             value, text}: ``text`` is the literal as written, ``2_000_000``), or {} when the
             source cannot be edited (the reason is in ``report.source``).
         measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
-            throughput}), shown beside the prediction; {} before any.
+            throughput, steps, spread, waited}: how many steps were timed, (max − min) /
+            median of them, whether most waited for a busy CPU), shown beside the
+            prediction; {} before any.
         live: true when a kernel-side ``LiveProfile`` serves this widget (Re-profile, Measure at
             N, locating the literal: ``skyline_nb.live``); the front end hides those buttons
             otherwise.

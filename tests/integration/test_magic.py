@@ -142,7 +142,12 @@ def test_batch_size_variable(ip):
     live = ip._skyline_nb_magics.live[-1]
     live._on_msg(live.widget, {"kind": "measure", "batch_size": 5}, [])
     assert live.widget.error == ""
-    assert live.widget.measurement["batch_size"] == 5
+    measured = live.widget.measurement
+    assert measured["batch_size"] == 5
+    # with what tells a prediction's error from noise: the steps timed, how far apart they lay
+    assert measured["steps"] >= 3 and 0 <= measured["spread"] < 10
+    assert isinstance(measured["waited"], bool)
+    assert measured["throughput"] == 5000.0 / measured["iteration_ms"]
     assert ip.user_ns["batch_size"] == 10  # the global is restored
     # Re-profile: the measurement belonged to the report it replaces
     live._on_msg(live.widget, {"kind": "reprofile"}, [])

@@ -10,6 +10,7 @@ from skyline_nb.profiler import measure_iteration
 from skyline_nb.profiler.device import CPUOutOfMemoryError
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.session import profile
+from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.report import NodeKind, Sample
 from skyline_nb.report_checks import impossible_values
 
@@ -37,12 +38,14 @@ def test_live_storage_tracker_enforces_a_budget():
     tracker.close()
 
 
-def test_measure_iteration_is_a_sample():
-    sample = measure_iteration(
+def test_measure_iteration_is_a_sample_with_its_timing():
+    result = measure_iteration(
         mlp.skyline_model_provider, mlp.skyline_input_provider, mlp.skyline_iteration_provider,
         8, "cpu",
     )
+    sample = result.sample()
     assert isinstance(sample, Sample) and sample.batch_size == 8
+    assert sample.iteration_ms == result.timing.result(HEADLINE)  # the median of what it counts
     assert sample.iteration_ms > 0
     weights = sum(p.numel() * 4 for p in mlp.skyline_model_provider().parameters())
     # weights + grads + momentum, at least

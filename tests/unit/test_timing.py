@@ -232,3 +232,14 @@ def test_the_expected_cost_of_a_timing_is_what_a_quiet_one_spends(
     else:  # two that agree settled it; the budget counts a third
         assert expected == pytest.approx(spent + iteration_ms)
     assert precision.quiet_ms(0.0, min_chunk) == 0.0
+
+
+def test_the_spread_is_over_the_iterations_the_median_counts() -> None:
+    timing = Timing()
+    timing.add([10.0, 11.0, 12.0], waited=False)
+    timing.add([40.0], waited=True)  # set aside: enough quiet ones came
+    assert timing.counted(HEADLINE) == [10.0, 11.0, 12.0]
+    assert timing.result(HEADLINE) == 11.0
+    assert timing.spread(HEADLINE) == 2.0 / 11.0
+    timing.add([30.0, 50.0, 60.0], waited=True)  # most waited: the busy machine's median, of all
+    assert timing.busy and timing.spread(HEADLINE) == (60.0 - 10.0) / 30.0
