@@ -198,6 +198,12 @@ def test_after_a_restart_reprofile_and_measure_are_off_and_say_why(notebook):  #
     expect(reprofile).to_be_enabled()
     expect(measure).to_be_enabled()
     expect(_part(widget, "kernel-reason")).to_be_hidden()
+    # Measured at the batch shown, with what tells its time from the machine's noise
+    expect(measure).to_have_text("Measure at 16")
+    measure.click()
+    expect(_part(widget, "measurement")).to_contain_text(re.compile(
+        r"Measured at 16: .+ samples/s, peak .+(its \d+ timed steps lay within .+% of each other"
+        r"|the machine was busy)"), timeout=30_000)
 
     page = notebook.page
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Kernel$")).click()
