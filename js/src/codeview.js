@@ -54,7 +54,12 @@ export function createCodeView({ signal, onSelectLine }) {
     selected = null;
     const stats = lineStats(node, report.weights, isRoot, optimizer);
     const sources = sourcesFor(report.sources, stats);
-    head.textContent = `Source of ${nodeLabel(node)}: time and memory per line`;
+    // Inclusive, as a line profiler's: a call's line holds what it calls, so lines that call
+    // one another add up to more than the level (the head says so, not only the tooltips).
+    head.replaceChildren(
+      h("span", { text: `Source of ${nodeLabel(node)}: time and memory per line` }),
+      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole" }),
+    );
     body.replaceChildren();
     if (!sources.length) {
       body.append(h("div", { class: "sk-empty", text: stats.size
@@ -82,8 +87,8 @@ export function createCodeView({ signal, onSelectLine }) {
       const v = values[i];
       m.el.title = [
         formatFrame({ file: m.file, line: m.line, cell_id: m.cellId }),
-        `time ${formatMs(v.timeMs)} (${formatPercent(fraction(v.timeMs, totals.time))} of this level)`,
-        `activations ${formatBytes(v.activationBytes)}, weights + grads ${formatBytes(m.stat.weightBytes)}`
+        `time ${formatMs(v.timeMs)}, with what it calls (${formatPercent(fraction(v.timeMs, totals.time))} of this level)`,
+        `activations ${formatBytes(v.activationBytes)}, parameters + gradients created here ${formatBytes(m.stat.weightBytes)}`
           + ` (${formatPercent(fraction(v.bytes, totals.memory))} of this level's memory)`,
         ...partsText(m.stat.parts, scale),
         ...(scale.predicted ? [`predicted at batch size ${scale.batch}`] : []),
