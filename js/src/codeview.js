@@ -7,7 +7,7 @@
 
 import { h } from "./dom.js";
 import { formatBytes, formatFrame, formatMs, formatPercent, formatSourceName } from "./format.js";
-import { lineKey, lineStats, sourcesFor } from "./lines.js";
+import { addHeld, heldCategories, lineKey, lineStats, sourcesFor } from "./lines.js";
 import { cssPercent, fraction } from "./scale.js";
 import { nodeLabel, scaledTime } from "./tree.js";
 
@@ -38,6 +38,9 @@ function visibleLines(count, marked) {
   return [...keep].sort((a, b) => a - b);
 }
 
+/** Bytes a line holds for a node of the level (the optimizer's state: lines.js addHeld). */
+const heldSum = (stat) => [...stat.held.values()].reduce((a, b) => a + b, 0);
+
 export function createCodeView({ signal, onSelectLine }) {
   const head = h("div", { class: "sk-code-head" });
   const body = h("div", { class: "sk-code-body" });
@@ -52,7 +55,7 @@ export function createCodeView({ signal, onSelectLine }) {
     rows.clear();
     markers = [];
     selected = null;
-    const stats = lineStats(node, report.weights, isRoot, optimizer);
+    const stats = addHeld(lineStats(node, report.weights, isRoot, optimizer), heldCategories(report, node, isRoot));
     const sources = sourcesFor(report.sources, stats);
     // Inclusive, as a line profiler's: a call's line holds what it calls, so lines that call
     // one another add up to more than the level (the head says so, not only the tooltips).
@@ -79,7 +82,7 @@ export function createCodeView({ signal, onSelectLine }) {
     const values = markers.map(({ stat }) => ({
       timeMs: scaledTime(scale, stat.timeMs, stat.optimizerMs),
       activationBytes: stat.activationBytes * scale.activationFactor,
-      bytes: stat.activationBytes * scale.activationFactor + stat.weightBytes,
+      bytes: stat.activationBytes * scale.activationFactor + stat.weightBytes + heldSum(stat),
     }));
     const maxTime = Math.max(0, ...values.map((v) => v.timeMs));
     const maxBytes = Math.max(0, ...values.map((v) => v.bytes));
@@ -89,6 +92,7 @@ export function createCodeView({ signal, onSelectLine }) {
         formatFrame({ file: m.file, line: m.line, cell_id: m.cellId }),
         `time ${formatMs(v.timeMs)}, with what it calls (${formatPercent(fraction(v.timeMs, totals.time))} of this level)`,
         `activations ${formatBytes(v.activationBytes)}, parameters + gradients created here ${formatBytes(m.stat.weightBytes)}`
+          + [...m.stat.held].map(([label, bytes]) => `, ${label} ${formatBytes(bytes)}`).join("")
           + ` (${formatPercent(fraction(v.bytes, totals.memory))} of this level's memory)`,
         ...partsText(m.stat.parts, scale),
         ...(scale.predicted ? [`predicted at batch size ${scale.batch}`] : []),

@@ -10,6 +10,7 @@
 // also keeps what it ran per part of the level (the level's children as the bars draw them,
 // groups of repeated calls included), so its marker names them as the segments do.
 
+import { drawnCategories } from "./categories.js";
 import { NODE_KIND, nodeLabel, nodeTime } from "./tree.js";
 
 export const lineKey = (file, line) => `${file}\n${line}`;
@@ -25,7 +26,7 @@ function distinct(frames) {
 function entry(stats, key, frame) {
   let e = stats.get(key);
   if (!e) {
-    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, optimizerMs: 0, activationBytes: 0, weightBytes: 0, parts: new Map() };
+    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, optimizerMs: 0, activationBytes: 0, weightBytes: 0, held: new Map(), parts: new Map() };
     stats.set(key, e);
   }
   return e;
@@ -83,6 +84,40 @@ export function lineStats(node, weights, isRoot, optimizer = false) {
     if (!ownsParameter(node.path, w.name, isRoot)) continue;
     for (const [key, frame] of distinct(w.frames)) {
       entry(stats, key, frame).weightBytes += (w.bytes || 0) + (w.grad_bytes || 0);
+    }
+  }
+  return stats;
+}
+
+/**
+ * The categories held by a node of the level rather than by its ops (the optimizer's state):
+ * [{node, label, bytes}] for each category that stands for a child of the root (at the root)
+ * or for `node` itself (opened), with bytes at the peak.
+ */
+export function heldCategories(report, node, isRoot) {
+  const holders = isRoot ? node.children || [] : [node];
+  return drawnCategories(report).flatMap((c) => {
+    const holder = c.nodeKind && c.bytes !== 0 ? holders.find((n) => n.kind === c.nodeKind) : null;
+    return holder ? [{ node: holder, label: c.label, bytes: c.bytes }] : [];
+  });
+}
+
+/**
+ * Charge each held category (heldCategories) to the lines that ran its node (the line that
+ * calls `optimizer.step()` for the optimizer's state): `held` maps label -> bytes per line.
+ */
+export function addHeld(stats, held) {
+  for (const { node, label, bytes } of held) {
+    const lines = new Map();
+    const stack = [node];
+    while (stack.length) {
+      const n = stack.pop();
+      for (const [key, frame] of distinct(n.frames)) lines.set(key, frame);
+      stack.push(...(n.children || []));
+    }
+    for (const [key, frame] of lines) {
+      const e = entry(stats, key, frame);
+      e.held.set(label, (e.held.get(label) || 0) + bytes);
     }
   }
   return stats;

@@ -220,7 +220,8 @@ export function timeSegments(report, index, node) {
  * first one group per category split over the tree (one segment per child holding bytes of
  * it; bytes the node holds beyond its children, such as a module's own parameters, are its
  * "(own)" segment), then, at the root only, one segment per other category (the node that
- * stands for it, such as the optimizer, or a segment of its own), together. Each group is
+ * stands for it, such as the optimizer, or a segment of its own), together; that node opened
+ * shows the categories it stands for (its ops hold none of their bytes). Each group is
  * sorted largest first, its many small parts merged (mergeSmall); negative values (untracked
  * bytes) stay negative, never clamped. At the root a child that stands for a category is drawn
  * as that category only. A memory segment carries its drawn category (categories.js) as `spec`.
@@ -235,7 +236,11 @@ export function memorySegments(report, index, node) {
   const single = [];
   for (const category of categories) {
     if (splitsOverTree(category)) groups.push({ category, segs: sortDescending(splitOverTree(category, node, children, parts)) });
-    else if (isRoot && category.bytes !== 0) single.push(categorySegment(category, children));
+    else if (category.bytes === 0) continue;
+    else if (isRoot) single.push(categorySegment(category, children));
+    // the node that stood for it at the root (the optimizer for its state), opened: it holds
+    // those bytes itself, not its ops, so they are its level's memory
+    else if (category.nodeKind && category.nodeKind === node.kind) single.push(categorySegment(category, []));
   }
   const positive = positiveSum([...groups.flatMap((g) => g.segs), ...single]);
   const merged = groups.flatMap(({ category, segs }) => mergeSmall(segs, positive, node, category.key, { spec: category }));
