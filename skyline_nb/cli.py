@@ -36,6 +36,7 @@ from skyline_nb.cli_args import build_parser
 from skyline_nb.entry import (
     Providers,
     UsageError,
+    check_output_place,
     export,
     export_kind,
     find_providers,
@@ -121,12 +122,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _check_output(output: Path, force: bool) -> None:
     """Refuse before profiling, so minutes of measuring are not thrown away at the end."""
-    if output.is_dir():
-        raise UsageError(f"output {output} is a folder")
+    check_output_place(output)
     if not force and (output.exists() or output.is_symlink()):
         raise UsageError(f"output {output} already exists; pass --force to overwrite it")
-    if not output.parent.resolve().is_dir():
-        raise UsageError(f"folder {output.parent} does not exist")
 
 
 @contextlib.contextmanager

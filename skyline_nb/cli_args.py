@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from skyline_nb import __version__
-from skyline_nb.entry import UsageError, parse_size
+from skyline_nb.entry import UsageError, batch_size_arg, parse_size
 
 EPILOG = """\
 ENTRY must define (as Skyline's entry point files do):
@@ -39,17 +39,6 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid batch size {text!r}; expected an integer") \
-            from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"batch size must be at least 1, not {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
@@ -70,7 +59,7 @@ def _add_common(command: argparse.ArgumentParser, *, predicts: bool) -> None:
         help="Python file defining the skyline_* (or deepview_*) providers")
     add("-o", "--output", required=True, type=Path,
         help="file to write (refused if it exists, unless --force)")
-    add("--batch-size", type=_positive_int, metavar="N",
+    add("--batch-size", type=batch_size_arg, metavar="N",
         help="batch size to profile (default: the input provider's default)")
     add("--device", choices=("cuda", "cpu"),
         help="where to run (default: cuda when available, else cpu)")

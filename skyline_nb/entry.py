@@ -88,6 +88,30 @@ def parse_size(text: str) -> int:
     return size
 
 
+def batch_size_arg(text: str) -> int:
+    """``--batch-size N`` of the command line and of ``%skyline``: a batch size of at least 1,
+    refused with argparse's usage error before anything is profiled."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid batch size {text!r}; expected an integer") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"batch size must be at least 1, not {value}")
+    return value
+
+
+def check_output_place(path: Path) -> None:
+    """Refuse an output that cannot be written where it is named (a folder, or in a folder that
+    does not exist) before profiling, so minutes of measuring are not thrown away at the end."""
+    if path.is_dir():
+        raise UsageError(f"output {path} is a folder")
+    if not path.parent.resolve().is_dir():
+        raise UsageError(f"folder {path.parent} does not exist")
+
+
 def export_kind(path: Path) -> str:
     """'time', 'memory', 'trace', 'json' or 'html' by the file name (see ``EXPORT_KINDS``)."""
     name = path.name.lower()

@@ -48,7 +48,8 @@ class SkylineMagics(Magics):
     @argument("-t", "--iteration", metavar="NAME", help="the iteration provider function")
     @argument("--batch-size-var", metavar="NAME",
               help="a module-level int the input provider reads as its batch size")
-    @argument("--batch-size", type=int, metavar="N", help="profile at this batch size")
+    @argument("--batch-size", type=entry.batch_size_arg, metavar="N",
+              help="profile at this batch size")
     @argument("--device", choices=("cuda", "cpu"), help="default: cuda when available")
     @argument("--no-predict", action="store_true",
               help="skip sampling other batch sizes (no drag predictions)")
@@ -75,6 +76,7 @@ class SkylineMagics(Magics):
         output = Path(args.output) if args.output else None
         if output is not None:
             _usage(entry.export_kind, output)  # refuse a bad name before minutes of profiling
+            _usage(entry.check_output_place, output)
             shown = None if cell is not None or args.reprofile else self.latest.current(
                 request, args.batch_size)
             if shown is not None:

@@ -243,9 +243,14 @@ def test_export_by_suffix(ip, tmp_path):
 
 
 def test_usage_errors_come_before_any_profiling(ip, tmp_path):
+    (tmp_path / "folder.sqlite").mkdir()
     run(ip, PROVIDERS, "cell-r")
     before = skyline_nb.last_report()
-    for line, message in [("--memory-budget lots", "8GiB"), (f"-o {tmp_path / 'x.txt'}", ".json")]:
+    for line, message in [("--memory-budget lots", "8GiB"), (f"-o {tmp_path / 'x.txt'}", ".json"),
+                          (f"-o {tmp_path / 'nowhere' / 'x.sqlite'}", "nowhere does not exist"),
+                          (f"-o {tmp_path / 'folder.sqlite'}", "is a folder"),
+                          ("--batch-size 0", "batch size must be at least 1, not 0"),
+                          ("--batch-size -2", "batch size must be at least 1, not -2")]:
         result = run(ip, f"%%skyline --no-predict {line}\nran = True\n", "cell-s")
         assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
         assert "ran" not in ip.user_ns and skyline_nb.last_report() is before
