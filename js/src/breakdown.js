@@ -8,6 +8,7 @@
 
 import { splitsOverTree } from "./categories.js";
 import { h, ownKeys, setText } from "./dom.js";
+import { formatPercent } from "./format.js";
 import { cssPercent, fraction } from "./scale.js";
 
 const PALETTE_SIZE = 10;
@@ -115,14 +116,25 @@ export function createNav({ signal, onBack, onTop, onCrumb }) {
 }
 
 /**
+ * What a screen reader says of a segment, as its tooltip opens: the name, the category a
+ * memory segment is of (a module holds parameters and activations, two segments of one name),
+ * the value and its share: "lstm, activations: 1.2 MiB, 30.0%".
+ */
+function spoken(s, level, formatValue) {
+  const category = s.spec && s.spec.label !== s.name ? `, ${s.spec.label}` : "";
+  return `${s.name}${category}: ${formatValue(s.value)}, ${formatPercent(fraction(s.value, level.positive))}`;
+}
+
+/**
  * kind: "time" | "memory". Callbacks get the segment object (from tree.js) and the DOM event:
- * onHover(segment|null, event), onDrill(segment), onSelect(segment) (click). legend: the
+ * onHover(segment|null, event), onDrill(segment) and onBack() (up a level), each returning
+ * whether the level moved, onSelect(segment) (click). legend: the
  * categories (categories.js drawnCategories) the legend names; none for no legend.
  */
-export function createBreakdown({ kind, title, signal, formatValue, onHover, onDrill, canDrill, legend = [] }) {
+export function createBreakdown({ kind, title, signal, formatValue, onHover, onDrill, onBack, canDrill, legend = [] }) {
   const totalText = h("span", { class: "sk-breakdown-total" });
   const predictedTag = h("span", { class: "sk-breakdown-tag" });
-  const bar = h("div", { class: "sk-stack", attrs: { role: "list" } });
+  const bar = h("div", { class: "sk-stack", attrs: { role: "list", "aria-label": title } });
   const negatives = h("div", { class: "sk-negatives" });
   const el = h("section", { class: `sk-breakdown sk-breakdown-${kind}`, data: { skyline: `breakdown-${kind}` } }, [
     h("div", { class: "sk-breakdown-head" }, [h("span", { class: "sk-breakdown-title", text: title }), totalText, predictedTag]),
@@ -169,6 +181,7 @@ export function createBreakdown({ kind, title, signal, formatValue, onHover, onD
       segEl.classList.toggle("sk-negative", negative);
       if (negative) segEl.dataset.negative = "true";
       else delete segEl.dataset.negative;
+      segEl.setAttribute("aria-label", spoken(s, level, formatValue));
       if (segEl.parentNode === bar) {
         segEl.style.width = cssPercent(fraction(Math.max(0, s.value), level.positive));
       } else {
@@ -212,14 +225,20 @@ export function createBreakdown({ kind, title, signal, formatValue, onHover, onD
       onDrill(s);
     }
   }, opts);
-  // Enter on a focused segment is the segment's (it opens it), not the notebook's.
+  // Enter on a focused segment is the segment's (it opens it), Backspace goes up a level, as in
+  // a file browser; neither reaches the notebook. The new level's first segment takes the focus.
   ownKeys(el, (e, target) => {
-    const s = e.key === "Enter" ? segmentOf(target) : null;
+    const s = e.key === "Enter" || e.key === "Backspace" ? segmentOf(target) : null;
     if (!s) return false;
     e.preventDefault();
-    if (canDrill(s)) onDrill(s);
+    const moved = e.key === "Backspace" ? onBack() : canDrill(s) && onDrill(s);
+    if (moved) focusFirst();
     return true;
   }, signal);
+
+  function focusFirst() {
+    (bar.querySelector(SEGMENT) || negatives.querySelector(SEGMENT))?.focus();
+  }
 
   /**
    * Mark every segment of the node(s) in `paths` (a path, a Set of paths, or null). Both bars

@@ -44,7 +44,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const linesCache = new Map();
 
   const canDrill = (s) => Boolean(s.node) && isDrillable(s.node) && s.node !== nav.current;
-  const breakdownOpts = { signal, canDrill, onDrill: (s) => go(() => nav.drill(s.path)) };
+  const breakdownOpts = { signal, canDrill, onDrill: (s) => go(() => nav.drill(s.path)), onBack: () => go(() => nav.back()) };
   const timeView = createBreakdown({ ...breakdownOpts, kind: "time", title: "Run time", formatValue: formatMs, onHover: (s, e, move) => hover(s, "time", e, move) });
   const memView = createBreakdown({
     ...breakdownOpts, kind: "memory", title: "Memory", formatValue: formatBytes, onHover: (s, e, move) => hover(s, "memory", e, move),
@@ -81,8 +81,11 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     code.el,
   ]);
 
+  /** Move the drill path; returns whether it moved (and the level is drawn anew). */
   function go(move) {
-    if (move()) showLevel();
+    const moved = Boolean(move());
+    if (moved) showLevel();
+    return moved;
   }
 
   function showLevel() {

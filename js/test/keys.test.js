@@ -111,6 +111,30 @@ describe("the breakdowns", () => {
     expect(seen).toEqual([]);
   });
 
+  test("Backspace on a segment goes up a level; the focus stays on the breakdown", () => {
+    view = mount({ report: loadReport("small") });
+    press(view.q("breakdown-time").querySelector('[data-node="fc1"]'), "Enter");
+    const inside = document.activeElement;
+    expect(inside.dataset.skyline).toBe("segment"); // the opened level's first segment
+    expect(inside.closest('[data-skyline="breakdown-time"]')).not.toBeNull();
+    const e = press(inside, "Backspace");
+    expect(e.defaultPrevented).toBe(true); // not the browser's, nor the notebook's
+    expect(view.q("breadcrumb").textContent).toBe("MLP");
+    expect(document.activeElement.dataset.skyline).toBe("segment");
+    press(document.activeElement, "Backspace"); // at the top: nothing moves
+    expect(view.q("breadcrumb").textContent).toBe("MLP");
+    expect(seen).toEqual([]);
+  });
+
+  test("a segment's spoken label has its category, value and share", () => {
+    view = mount({ report: loadReport("small") });
+    const labels = [...view.q("breakdown-memory").querySelectorAll('[data-skyline="segment"]')].map((e) => e.getAttribute("aria-label"));
+    // a module holds parameters and activations: two segments of one name, told apart
+    expect(labels.slice(0, 3)).toEqual(["fc1, parameters: 1.53 MiB, 41.9%", "fc2, parameters: 20 KiB, 0.5%", "fc1, activations: 98 KiB, 2.6%"]);
+    expect(labels).toContain("gradients: 1.55 MiB, 42.4%"); // a category's own segment: named once
+    expect(view.q("breakdown-time").querySelector('[role="list"]').getAttribute("aria-label")).toBe("Run time");
+  });
+
   test("Enter and Space on Back / Top / a crumb are the button's", () => {
     view = mount({ report: loadReport("small") });
     press(view.q("breakdown-time").querySelector('[data-node="fc1"]'), "Enter");
