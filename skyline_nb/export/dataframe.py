@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from skyline_nb.categories import NodeKind
+from skyline_nb.export.sqlite import frame_file_path
 
 if TYPE_CHECKING:
     from skyline_nb.report import Node, Report
@@ -40,7 +41,9 @@ def to_dataframe(report: Report, level: str = "module") -> Any:
             "pip install pandas"
         ) from exc
     rows = [_row(node, depth) for node, depth in _nodes(report.tree, level)]
-    return pandas.DataFrame(rows, columns=list(COLUMNS))
+    frame = pandas.DataFrame(rows, columns=list(COLUMNS))
+    frame["line"] = frame["line"].astype("Int64")  # line numbers, missing where no frame is
+    return frame
 
 
 def _nodes(root: Node, level: str) -> list[tuple[Node, int]]:
@@ -68,5 +71,7 @@ def _row(node: Node, depth: int) -> dict[str, Any]:
         "grad_bytes": node.grad_bytes, "forward_flops": node.forward_flops,
         "backward_flops": node.backward_flops, "flops": flops,
         "flops_per_s": flops / seconds if seconds > 0 else None,
-        "file": frame.file if frame else None, "line": frame.line if frame else None,
+        # a notebook cell by its id, as the SQLite reports name it, not the kernel's temp file
+        "file": (frame_file_path(frame) or frame.file) if frame else None,
+        "line": frame.line if frame else None,
     }

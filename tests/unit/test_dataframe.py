@@ -34,6 +34,15 @@ def test_module_rows_at_depth_one_and_op_rows_add_up_to_the_totals(report) -> No
     assert len(convs) == 7 and (convs.flops_per_s > 0).all()
 
 
+def test_a_cell_is_named_by_its_id_and_lines_are_integers() -> None:
+    pytest.importorskip("pandas")
+    modules = sample_report().to_dataframe()
+    assert str(modules.line.dtype) == "Int64"
+    framed = modules[modules.file.notna()]
+    assert len(framed) > 0 and framed.file.str.match(r"<cell [^>]+>$").all()
+    assert modules.line[modules.file.isna()].isna().all()
+
+
 def test_unknown_level_is_refused() -> None:
     with pytest.raises(ValueError, match="level must be one of module, op"):
         sample_report().to_dataframe(level="layer")
