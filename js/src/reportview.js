@@ -202,7 +202,8 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
     const level = kind === "time" ? levels.time : levels.memory;
     const format = kind === "time" ? formatMs : formatBytes;
     const where = nodeLabel(nav.current);
-    const title = s.node && s.kind === NODE_KIND.MODULE ? `${s.name} (${s.typeName})` : s.name;
+    const module = s.node && s.kind === NODE_KIND.MODULE;
+    const title = !module ? s.name : s.own ? `${nodeLabel(s.node)} (${s.typeName}), its own` : `${s.name} (${s.typeName})`;
     const label = s.spec?.label ?? s.category;
     const lines = [{ text: kind === "memory" && title !== label ? `${title} \u2014 ${label}` : title }];
     // A share of the drawn bar (the positive segments), so a part is never more than 100 % of

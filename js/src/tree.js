@@ -252,7 +252,7 @@ function splitOverTree(category, node, children, parts) {
   const extra = { spec: category };
   const segs = parts.filter((c) => bytes(c) !== 0).map((c) => segment(c, category.key, bytes(c), extra));
   const own = bytes(node) - sum(children, bytes);
-  if (own !== 0) segs.push(segment(node, category.key, own, { ...extra, name: `${nodeLabel(node)} (own)` }));
+  if (own !== 0) segs.push(segment(node, category.key, own, { ...extra, name: `${nodeLabel(node)} (own)`, own: true }));
   return segs;
 }
 
@@ -262,7 +262,9 @@ function splitOverTree(category, node, children, parts) {
  */
 function categorySegment(category, children) {
   const node = category.nodeKind ? children.find((c) => c.kind === category.nodeKind) : null;
-  const extra = { spec: category, measured: category.bytes };
+  // the remainder is named as the legend names it ("other"), not by the node that stands for
+  // it ("untracked", the name of the time no op holds)
+  const extra = { spec: category, measured: category.bytes, ...(category.remainder ? { name: category.label } : {}) };
   return node ? segment(node, category.key, category.bytes, extra)
     : synthetic(`(${category.key})`, category.label, category.nodeKind, category.key, category.bytes, extra);
 }

@@ -1,10 +1,16 @@
-import { describe, expect, test } from "vitest";
+import { afterEach, describe, expect, test } from "vitest";
 import { lineKey, lineStats, ownsParameter, segmentLines, sourcesFor } from "../src/lines.js";
 import { Predictor } from "../src/predict.js";
 import {
   applyScale, indexTree, isDrillable, memorySegments, Navigator, nodeTime, scaleFor, sortDescending, timeSegments,
 } from "../src/tree.js";
-import { loadReport } from "./helpers.js";
+import { loadReport, mount } from "./helpers.js";
+
+let view;
+afterEach(() => {
+  view?.unmount();
+  view = null;
+});
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
@@ -122,7 +128,16 @@ describe("memory segments", () => {
     const fc1 = index.byPath.get("fc1");
     const level = memorySegments(report, index, fc1);
     const own = level.segments.find((s) => s.category === "weights");
-    expect(own).toMatchObject({ path: "fc1", value: fc1.weight_bytes });
+    expect(own).toMatchObject({ path: "fc1", value: fc1.weight_bytes, name: "fc1 (own)", own: true });
+  });
+
+  test("its tooltip names the module once, and says the bytes are its own", () => {
+    view = mount({ report: loadReport("small") });
+    const time = view.q("breakdown-time").querySelector('[data-node="fc1"]');
+    time.dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+    const own = view.q("breakdown-memory").querySelector('[data-skyline="segment"][data-category="weights"]');
+    own.dispatchEvent(new MouseEvent("mouseover", { bubbles: true, clientX: 5, clientY: 5 }));
+    expect(view.q("tooltip").querySelector(".sk-tooltip-title").textContent).toBe("fc1 (Linear), its own \u2014 parameters");
   });
 
   test("negative untracked memory stays negative", () => {
