@@ -3,7 +3,6 @@
 // is drawn, named in the legend, styled and scaled with no change to the widget.
 import { afterEach, describe, expect, test } from "vitest";
 import { drawnCategories, safeColor } from "../src/categories.js";
-import { formatBytes } from "../src/format.js";
 import { Predictor } from "../src/predict.js";
 import { applyScale, indexTree, memorySegments, scaleFor } from "../src/tree.js";
 import { loadReport, mount } from "./helpers.js";
@@ -91,19 +90,4 @@ test("the optimizer opened holds its state: the memory its root segment showed",
   expect(opened.total).toBe(state);
   // a module's level shows no optimizer state
   expect(memorySegments(report, index, index.byPath.get("layer1")).segments.some((s) => s.category === "optimizer")).toBe(false);
-});
-
-test("the code view charges the optimizer's state to the line that runs the step", () => {
-  const report = loadReport("large");
-  const state = report.categories.find((c) => c.key === "optimizer").bytes;
-  view = mount({ report });
-  const cell = report.sources[0].file; // the cell whose line 20 calls optimizer.step()
-  const marker = (v) => v.qa("line-marker").find((m) => m.dataset.line === "20" && m.closest(".sk-code-file").dataset.file === cell);
-  const step = marker(view);
-  expect(step.title).toContain(`, optimizer state ${formatBytes(state)} (`);
-  // opened, the optimizer's level: its one line holds its state, all of the level's memory
-  view.q("breakdown-memory").querySelector('[data-skyline="segment"][data-category="optimizer"]')
-    .dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
-  expect(view.q("breadcrumb").textContent).toMatch(/SGD$/);
-  expect(marker(view).title).toContain(`, optimizer state ${formatBytes(state)} (100.0% of this level's memory)`);
 });

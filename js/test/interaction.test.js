@@ -148,18 +148,6 @@ describe("code view", () => {
   });
 });
 
-test("the code view says its line totals are inclusive, and names memory as the breakdown does", () => {
-  view = mount({ report: loadReport("small") });
-  expect(view.q("code-view").querySelector(".sk-code-head").textContent).toBe(
-    "Source of MLP: time and memory per line \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole");
-  const titles = view.qa("line-marker").map((m) => m.title);
-  expect(titles.length).toBeGreaterThan(0);
-  for (const title of titles) {
-    expect(title).toMatch(/\ntime .+, with what it calls \(.+% of this level\)\n/);
-    expect(title).toMatch(/\nactivations .+, parameters \+ gradients created here .+ \(.+% of this level's memory\)/);
-  }
-});
-
 describe("dragging the key-metric bars", () => {
   function dragSequence(bar, ys) {
     setRect(bar, { top: 100, height: 200 });
