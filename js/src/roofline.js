@@ -13,7 +13,7 @@
 import { h } from "./dom.js";
 import { formatPercent, formatSi } from "./format.js";
 import { linearScale } from "./scale.js";
-import { nodeTime } from "./tree.js";
+import { NODE_KIND, nodeTime } from "./tree.js";
 
 /** The node fields a view node (a group of calls, group.js) sums over its calls. */
 export const FLOP_FIELDS = Object.freeze(["forward_flops", "backward_flops", "flop_bytes_moved"]);
@@ -193,6 +193,9 @@ function roofLines(roof, frame) {
  * segment a point stands for and the one that draws it in the breakdown (itself, or the
  * "other" segment holding it), whose style (breakdown.js assignStyles) the point takes.
  */
+// A part of the level without a point is named under the plot from this share of its time.
+const MISSING_SHARE = 0.1;
+
 export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover, canDrill, onDrill }) {
   const stats = [...nodes].map((n) => flopStats(n, roof)).filter(Boolean);
   const frame = plotFrame(roof, stats);
@@ -204,10 +207,12 @@ export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover
   plot.append(axes(frame), roofLines(roof, frame), points);
   const note = h("span", { class: "sk-roof-note", text: `measured at batch size ${measuredBatch}` });
   const empty = h("div", { class: "sk-empty", text: "nothing at this level does FLOP-counted work", attrs: { hidden: "" } });
+  const missing = h("div", { class: "sk-roof-missing", data: { skyline: "roof-missing" }, attrs: { hidden: "" } });
   const el = h("section", { class: "sk-roofline", data: { skyline: "roofline" } }, [
     h("div", { class: "sk-breakdown-head" }, [h("span", { class: "sk-breakdown-title", text: "Roofline" }), note]),
     plot,
     empty,
+    missing,
   ]);
   const byElement = new WeakMap(); // point -> segment
   let hovered = null;
@@ -237,7 +242,22 @@ export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover
       }
     }
     empty.hidden = drawn.length > 0;
+    showMissing(items, drawn);
     hovered = null;
+  }
+
+  /**
+   * Name the level's parts that hold a large share of its time but no point: no FLOP formula
+   * counts their ops (an LSTM's fused kernels), so the plot alone would hide where the time is.
+   */
+  function showMissing(items, drawn) {
+    const plotted = new Set(drawn.map((d) => d.segment));
+    const total = items.reduce((acc, { segment }) => acc + Math.max(0, segment.value), 0);
+    const large = items.filter(({ segment }) => !plotted.has(segment) && segment.node
+      && segment.kind !== NODE_KIND.UNTRACKED && total > 0 && segment.value >= MISSING_SHARE * total);
+    const names = large.map(({ segment }) => `${segment.name} (${formatPercent(segment.value / total)} of the time)`);
+    missing.textContent = names.length ? `not plotted, no FLOPs counted for their ops: ${names.join(", ")}` : "";
+    missing.hidden = !names.length;
   }
 
   /** Mark the points of the node(s) in `paths` (a Set, or null), as the breakdowns do. */

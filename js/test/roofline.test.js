@@ -204,3 +204,18 @@ describe("the roofline plot", () => {
     expect(linked(view)).toContain("breakdown-time:(other time)");
   });
 });
+
+test("a part with much of the time but no FLOPs counted is named under the plot", () => {
+  const report = loadReport("small");
+  view = mount({ report });
+  const missing = () => view.q("roof-missing");
+  expect(missing().hidden).toBe(true); // the optimizer's 6.5 % and untracked time: not named
+  view.unmount();
+  const stripped = loadReport("small");
+  const fc1 = stripped.tree.children.find((c) => c.path === "fc1");
+  for (const n of [fc1, ...(fc1.children || [])]) for (const field of FLOP_FIELDS) n[field] = 0;
+  view = mount({ report: stripped });
+  expect(point(view, "fc1")).toBeNull();
+  expect(missing().hidden).toBe(false);
+  expect(missing().textContent).toMatch(/^not plotted, no FLOPs counted for their ops: fc1 \(\d\d\.\d% of the time\)$/);
+});
