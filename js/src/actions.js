@@ -116,6 +116,12 @@ export function createActions({ model, predictor, signal, getBatch }) {
       const p = predictor.predictPeakBytes(m.batch_size);
       lines.push(`predicted ${formatThroughput(t)} (${formatPercent((m.throughput - t) / t)} off), `
         + `${formatBytes(p)} (${formatPercent((m.peak_bytes - p) / p)} off)`);
+      // faster than the curve lets any batch size be: its line is too steep for the step now
+      const ceiling = predictor.asymptoticThroughput;
+      if (ceiling && m.throughput > ceiling) {
+        lines.push(`faster than the curve's ceiling (${formatThroughput(ceiling)} at any batch size): `
+          + "the samples ran slower than this step; Re-profile to fit the curve anew");
+      }
     }
     const noise = measuredNoise(m);
     if (noise) lines.push(noise);

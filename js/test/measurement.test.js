@@ -3,6 +3,8 @@
 // clear it or send it again, so a new report never shows the old report's measurement.
 import { afterEach, describe, expect, test } from "vitest";
 import widget from "../src/index.js";
+import { formatThroughput } from "../src/format.js";
+import { Predictor } from "../src/predict.js";
 import { loadReport, mount } from "./helpers.js";
 
 let views = [];
@@ -79,4 +81,15 @@ test("a measurement says how far apart its steps lay, or that the machine was bu
   expect(lines()[2]).toBe("the machine was busy: most steps waited for a CPU, so the measured time may be high");
   view.model.set("measurement", { ...at40, iteration_ms: 70 }); // from before the kernel sent either
   expect(lines()).toHaveLength(2);
+});
+
+test("a measurement faster than the curve's ceiling says so", () => {
+  const report = loadReport("small");
+  const view = mount({ report });
+  views.push(view);
+  const ceiling = new Predictor(report.models).asymptoticThroughput;
+  view.model.set("measurement", { ...at40, throughput: 1.2 * ceiling, iteration_ms: 40_000 / (1.2 * ceiling) });
+  expect(shown(view)).toContain(`faster than the curve's ceiling (${formatThroughput(ceiling)} at any batch size)`);
+  view.model.set("measurement", { ...at40, throughput: 0.5 * ceiling, iteration_ms: 40_000 / (0.5 * ceiling) });
+  expect(shown(view)).not.toContain("ceiling");
 });
