@@ -111,7 +111,8 @@ def test_widget_groups_gru_ops_hoverable_and_open_to_calls(notebook, frontend):
     expect(groups.first).to_be_visible()
     addmm = _segments(widget, "time", '[data-node="gru/addmm#*"]')
     expect(addmm).to_have_count(1)
-    expect(addmm).to_have_attribute("aria-label", re.compile(r"^addmm × \d+$"))
+    # its spoken label: the name with the calls, the time and the share
+    expect(addmm).to_have_attribute("aria-label", re.compile(r"^addmm × \d+: .+ [µm]?s, \d+\.\d%$"))
     # One segment per op of the GRU cell, not one per call: a level a pointer can read.
     assert _segments(widget, "time").count() < STEPS
     _assert_all_hoverable(widget)
@@ -120,7 +121,7 @@ def test_widget_groups_gru_ops_hoverable_and_open_to_calls(notebook, frontend):
     _screenshot_hovering(notebook, widget, "gru/addmm#*", f"grouped-drill-{frontend}-light.png")
 
     # A group opens like a module: its calls, then Back to the GRU, Top to the model.
-    calls = int(addmm.get_attribute("aria-label").rsplit("× ", 1)[1])
+    calls = int(re.match(r"addmm × (\d+):", addmm.get_attribute("aria-label"))[1])
     addmm.dblclick()
     expect(_part(widget, "breadcrumb")).to_have_text(re.compile(r"gru›addmm × \d+$"))
     shown = _segments(widget, "time").evaluate_all("els => els.map(e => e.dataset.node)")
