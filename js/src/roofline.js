@@ -253,7 +253,8 @@ export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover
   function showMissing(items, drawn) {
     const plotted = new Set(drawn.map((d) => d.segment));
     const total = items.reduce((acc, { segment }) => acc + Math.max(0, segment.value), 0);
-    const large = items.filter(({ segment }) => !plotted.has(segment) && segment.node
+    // with no point at all, the plot's own "nothing at this level…" says it
+    const large = items.filter(({ segment }) => plotted.size && !plotted.has(segment) && segment.node
       && segment.kind !== NODE_KIND.UNTRACKED && total > 0 && segment.value >= MISSING_SHARE * total);
     const names = large.map(({ segment }) => `${segment.name} (${formatPercent(segment.value / total)} of the time)`);
     missing.textContent = names.length ? `not plotted, no FLOPs counted for their ops: ${names.join(", ")}` : "";

@@ -218,4 +218,7 @@ test("a part with much of the time but no FLOPs counted is named under the plot"
   expect(point(view, "fc1")).toBeNull();
   expect(missing().hidden).toBe(false);
   expect(missing().textContent).toMatch(/^not plotted, no FLOPs counted for their ops: fc1 \(\d\d\.\d% of the time\)$/);
+  view.q("breakdown-time").querySelector('[data-node="optimizer"]').dispatchEvent(new MouseEvent("dblclick", { bubbles: true }));
+  expect(view.q("roofline").querySelector(".sk-empty").hidden).toBe(false); // no point: said once
+  expect(missing().hidden).toBe(true);
 });
