@@ -39,7 +39,9 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(output_required: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser; ``output_required=False`` is a first pass that finds unknown
+    options before argparse would complain of a missing ``-o`` instead (``cli.main``)."""
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="skyline-nb", epilog=EPILOG, formatter_class=raw,
@@ -49,15 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
     for name, text in COMMANDS.items():
         command = commands.add_parser(name, help=text, description=text, epilog=EPILOG,
                                       formatter_class=raw)
-        _add_common(command, predicts=name == "profile")
+        _add_common(command, predicts=name == "profile", output_required=output_required)
     return parser
 
 
-def _add_common(command: argparse.ArgumentParser, *, predicts: bool) -> None:
+def _add_common(command: argparse.ArgumentParser, *, predicts: bool,
+                output_required: bool) -> None:
     add = command.add_argument
     add("entry", metavar="ENTRY", type=Path,
         help="Python file defining the skyline_* (or deepview_*) providers")
-    add("-o", "--output", required=True, type=Path,
+    add("-o", "--output", required=output_required, type=Path,
         help="file to write (refused if it exists, unless --force)")
     add("--batch-size", type=batch_size_arg, metavar="N",
         help="batch size to profile (default: the input provider's default)")

@@ -114,6 +114,17 @@ def test_bad_arguments(argv: list[str], capsys: pytest.CaptureFixture[str]) -> N
     assert "usage: skyline-nb" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "argv", [["time", "e.py", "--bogus"], ["profile", "e.py", "-o", "r.json", "-x"]]
+)
+def test_an_unknown_option_is_named_before_a_missing_output(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(argv, capsys)
+    assert code == 2
+    assert f"error: unrecognized arguments: {argv[-1]}" in err and "required" not in err
+
+
 def test_missing_entry(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], recorder: Recorder
 ) -> None:
