@@ -32,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from skyline_nb.cli_args import build_parser
+from skyline_nb.cli_args import parse_arguments
 from skyline_nb.entry import (
     Providers,
     UsageError,
@@ -58,12 +58,7 @@ class UserCodeError(Exception):
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code instead of exiting (testable in process)."""
     try:
-        # an unknown option first: argparse would name the missing -o before it
-        lenient = build_parser(output_required=False)
-        _, unknown = lenient.parse_known_args(argv)
-        if unknown:
-            lenient.error(f"unrecognized arguments: {' '.join(unknown)}")
-        args = build_parser().parse_args(argv)
+        args = parse_arguments(argv)
     except SystemExit as exc:  # --help, --version and argparse's own usage errors
         return exc.code if isinstance(exc.code, int) else 2
     try:

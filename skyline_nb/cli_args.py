@@ -7,6 +7,7 @@ they never fit the performance models (see ``cli``); ``profile`` does, unless to
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 from skyline_nb import __version__
@@ -39,9 +40,19 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line parsed; argparse's usage errors exit (SystemExit). An unknown option is
+    named first: argparse alone names a missing ``-o`` and stops there."""
+    lenient = build_parser(output_required=False)
+    _, unknown = lenient.parse_known_args(argv)
+    if unknown:
+        lenient.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return build_parser().parse_args(argv)
+
+
 def build_parser(output_required: bool = True) -> argparse.ArgumentParser:
-    """The command line's parser; ``output_required=False`` is a first pass that finds unknown
-    options before argparse would complain of a missing ``-o`` instead (``cli.main``)."""
+    """The command line's parser; ``output_required=False`` for ``parse_arguments``' first
+    pass."""
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="skyline-nb", epilog=EPILOG, formatter_class=raw,
