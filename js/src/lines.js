@@ -23,6 +23,18 @@ function distinct(frames) {
   return seen;
 }
 
+/** The distinct frames of `node` and all its descendants: Map lineKey -> frame. */
+function subtreeFrames(node) {
+  const lines = new Map();
+  const stack = [node];
+  while (stack.length) {
+    const n = stack.pop();
+    for (const [key, frame] of distinct(n.frames)) lines.set(key, frame);
+    stack.push(...(n.children || []));
+  }
+  return lines;
+}
+
 function entry(stats, key, frame) {
   let e = stats.get(key);
   if (!e) {
@@ -108,14 +120,7 @@ export function heldCategories(report, node, isRoot) {
  */
 export function addHeld(stats, held) {
   for (const { node, label, bytes } of held) {
-    const lines = new Map();
-    const stack = [node];
-    while (stack.length) {
-      const n = stack.pop();
-      for (const [key, frame] of distinct(n.frames)) lines.set(key, frame);
-      stack.push(...(n.children || []));
-    }
-    for (const [key, frame] of lines) {
+    for (const [key, frame] of subtreeFrames(node)) {
       const e = entry(stats, key, frame);
       e.held.set(label, (e.held.get(label) || 0) + bytes);
     }
@@ -132,12 +137,7 @@ export function segmentLines(segment, weights) {
   const keys = new Set();
   for (const part of segment.parts || []) for (const key of segmentLines(part, weights)) keys.add(key);
   if (!segment.node) return keys;
-  const stack = [segment.node];
-  while (stack.length) {
-    const n = stack.pop();
-    for (const key of distinct(n.frames).keys()) keys.add(key);
-    stack.push(...(n.children || []));
-  }
+  for (const key of subtreeFrames(segment.node).keys()) keys.add(key);
   if (segment.spec?.parameterFields.length) {
     for (const w of weights || []) {
       if (ownsParameter(segment.path, w.name, false)) {
