@@ -228,9 +228,9 @@ export class Predictor {
    * dragging is off.
    */
   get maxThroughput() {
-    if (!this.canManipulate || !this.time) return null;
-    const top = this.maxBatchSize();
-    const value = Math.max(...this.turns(top).map((x) => this.predictThroughput(x)), this.measuredMaxThroughput || 0.0);
+    const best = this.bestTurn();
+    if (best === null) return null;
+    const value = Math.max(this.predictThroughput(best), this.measuredMaxThroughput || 0.0);
     return Number.isFinite(value) ? value : null;
   }
 
@@ -239,11 +239,16 @@ export class Predictor {
    * most throughput; null where a measured throughput is larger, or dragging is off.
    */
   get maxThroughputBatchSize() {
+    const best = this.bestTurn();
+    const measured = (this.measuredMaxThroughput || 0.0) * (1 - 1e-9); // a tie is the curve's
+    return best !== null && this.predictThroughput(best) >= measured ? best : null;
+  }
+
+  /** PerformanceModels._best_turn: the first turn with the most throughput; null while off. */
+  bestTurn() {
     if (!this.canManipulate || !this.time) return null;
     const turns = this.turns(this.maxBatchSize());
-    const best = turns.reduce((a, x) => (this.predictThroughput(x) > this.predictThroughput(a) ? x : a));
-    const measured = (this.measuredMaxThroughput || 0.0) * (1 - 1e-9); // a tie is the curve's
-    return this.predictThroughput(best) >= measured ? best : null;
+    return turns.reduce((a, x) => (this.predictThroughput(x) > this.predictThroughput(a) ? x : a));
   }
 
   /** The bottom of the drag range: 1, or the size above failsBelow. */

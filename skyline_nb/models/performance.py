@@ -237,11 +237,9 @@ class PerformanceModels:
         noise the trust rules allow). Not the asymptote, which only an infinite batch reaches.
         None while dragging is off.
         """
-        if not self.can_manipulate or self.time is None:
+        if (best := self._best_turn()) is None:
             return None
-        top = self.max_batch_size()
-        value = max([self.predict_throughput(x) for x in self.turns(top)]
-                    + [self.measured_max_throughput or 0.0])
+        value = max(self.predict_throughput(best), self.measured_max_throughput or 0.0)
         return value if math.isfinite(value) else None
 
     @property
@@ -250,11 +248,15 @@ class PerformanceModels:
         whose throughput is the largest; None where a measured throughput is larger, or
         dragging is off. The widget names it beside the value, and marks it extrapolated when it
         lies beyond the measured sizes (an end at 8× the largest often does)."""
+        best = self._best_turn()
+        measured = (self.measured_max_throughput or 0.0) * (1 - 1e-9)  # a tie is the curve's
+        return best if best is not None and self.predict_throughput(best) >= measured else None
+
+    def _best_turn(self) -> float | None:
+        """The first of ``turns`` with the most predicted throughput; None while dragging is off."""
         if not self.can_manipulate or self.time is None:
             return None
-        best = max(self.turns(self.max_batch_size()), key=self.predict_throughput)
-        measured = (self.measured_max_throughput or 0.0) * (1 - 1e-9)  # a tie is the curve's
-        return best if self.predict_throughput(best) >= measured else None
+        return max(self.turns(self.max_batch_size()), key=self.predict_throughput)
 
     def batch_size_for_throughput(self, samples_per_s: float) -> int:
         """The smallest batch size whose predicted throughput reaches ``samples_per_s``, in
