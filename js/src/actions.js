@@ -46,14 +46,14 @@ const TITLES = Object.freeze({
 
 /**
  * What tells the comparison from noise: a machine busy while it measured (the time is the busy
- * machine's, and may be high), else how far apart its timed steps lay. Null for a measurement
- * from before the kernel sent either.
+ * machine's, and may be high), else how far apart the middle half of its timed steps lay
+ * (Timing.spread). Null for a measurement from before the kernel sent either.
  */
 function measuredNoise(m) {
   if (m.waited === true) return "the machine was busy: most steps waited for a CPU, so the measured time may be high";
   const steps = Number(m.steps);
   if (!(steps > 1) || !Number.isFinite(Number(m.spread))) return null;
-  return `its ${steps} timed steps lay within ${formatPercent(Number(m.spread))} of each other`;
+  return `the middle half of its ${steps} timed steps lay within ${formatPercent(Number(m.spread))} of each other`;
 }
 
 export function createActions({ model, predictor, signal, getBatch }) {

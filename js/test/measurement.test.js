@@ -76,7 +76,7 @@ test("a measurement says how far apart its steps lay, or that the machine was bu
   views.push(view);
   const lines = () => [...view.q("measurement").children].map((e) => e.textContent);
   expect(lines()).toHaveLength(3);
-  expect(lines()[2]).toBe("its 12 timed steps lay within 8.1% of each other");
+  expect(lines()[2]).toBe("the middle half of its 12 timed steps lay within 8.1% of each other");
   view.model.set("measurement", { ...at40, steps: 20, spread: 0.9, waited: true });
   expect(lines()[2]).toBe("the machine was busy: most steps waited for a CPU, so the measured time may be high");
   view.model.set("measurement", { ...at40, iteration_ms: 70 }); // from before the kernel sent either

@@ -57,7 +57,7 @@ class SkylineWidget(anywidget.AnyWidget):
             value, text}: ``text`` is the literal as written, ``2_000_000``), or {} when the
             source cannot be edited (the reason is in ``report.source``).
         measurement: the latest "Measure at N" result ({batch_size, iteration_ms, peak_bytes,
-            throughput, steps, spread, waited}: how many steps were timed, (max − min) /
+            throughput, steps, spread, waited}: how many steps were timed, (Q3 − Q1) /
             median of them, whether most waited for a busy CPU), shown beside the
             prediction; {} before any.
         live: true when a kernel-side ``LiveProfile`` serves this widget (Re-profile, Measure at
