@@ -215,7 +215,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
             row.held_out = sorted({round(start * f) for f in factors} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
         for batch in order:
-            held.setdefault(batch, []).append(measure_iteration(*provs, batch, device))
+            held.setdefault(batch, []).append(measure_iteration(*provs, batch, device).sample())
     row.profile_s = statistics.median(walls[False])
     row.sampling_s = statistics.median(t - f for t, f in zip(walls[True], walls[False],
                                                               strict=True))
