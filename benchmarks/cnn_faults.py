@@ -21,7 +21,7 @@ import torch
 from skyline_nb.examples import cnn
 from skyline_nb.profiler import allocator
 
-SIZES = (16, 32, 64, 96, 128)
+SIZES = (4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 WARM, TIMED = 3, 8
 
 
