@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -119,14 +119,17 @@ class CategorySpec:
 # Bytes are those alive at the peak (``profiler/peak.py``): gradients only those computed by
 # then, activations the forward outputs still alive, split over the modules that created them.
 # Categories split over the tree take their modules' colours (plain for activations, striped
-# for parameters); every other one is hatched in a colour of its own, outside the modules'
-# palette, so a module's segment never reads as one of them.
+# for parameters, hatched for gradients); every other one is hatched in a colour of its own,
+# outside the modules' palette, so a module's segment never reads as one of them. Gradients are
+# split over the modules whose parameters hold them at the end of the iteration (an opened
+# module showed its parameters but none of their gradients, session 31's walkthrough).
 CATEGORIES: tuple[CategorySpec, ...] = (
     CategorySpec(Category.WEIGHTS, "parameters", False, "#4e79a7", Texture.STRIPES,
                  node_field="weight_bytes", parameter_field="bytes"),
     CategorySpec(Category.ACTIVATIONS, "activations", True, "#f28e2b",
                  node_field="peak_activation_bytes"),
-    CategorySpec(Category.GRADS, "gradients", False, "#2a9d8f", Texture.HATCH),
+    CategorySpec(Category.GRADS, "gradients", False, "#2a9d8f", Texture.HATCH,
+                 node_field="peak_grad_bytes"),
     CategorySpec(Category.BUFFERS, "buffers", False, "#6d597a", Texture.HATCH),
     CategorySpec(Category.OPTIMIZER, "optimizer state", False, "#7e57c2", Texture.HATCH,
                  node_kind=NodeKind.OPTIMIZER),
@@ -202,6 +205,14 @@ class Categories(Mapping[str, int]):
                 raise ValueError(f"category {spec.key!r}: bytes {size!r} is not an integer")
             entries.append((spec, size))
         return cls(entries)
+
+    def split_where(self, fields_present: Iterable[str]) -> Categories:
+        """The same categories, those whose ``node_field`` is not among ``fields_present``
+        (the tree of a report written before that field existed) drawn as one segment."""
+        present = set(fields_present)
+        return Categories(
+            (spec if spec.node_field is None or spec.node_field in present
+             else replace(spec, node_field=None), size) for spec, size in self._entries)
 
     def to_json(self) -> list[dict[str, Any]]:
         """One JSON object per category, in order: its descriptor and its ``bytes``."""

@@ -71,6 +71,8 @@ class Node:
     forward_flops: int = 0  # PyTorch's formulas (``profiler/flops.py``); modules: the sums
     backward_flops: int = 0
     flop_bytes_moved: int = 0  # what those FLOP-counted ops read and wrote (roofline)
+    # of ``grad_bytes``, what was alive at the peak (the gradients category, split over modules)
+    peak_grad_bytes: int = 0
 
     @property
     def total_ms(self) -> float:
@@ -236,7 +238,8 @@ class Report:
                     WeightEntry(**{**w, "frames": _frames(w.get("frames", []))})
                     for w in data.get("weights", [])
                 ],
-                categories=Categories.from_json(data.get("categories")),
+                categories=Categories.from_json(data.get("categories")).split_where(
+                    data["tree"]),
                 peak_place=(
                     PeakPlace(**data["peak_place"]) if data.get("peak_place") is not None
                     else None
@@ -368,6 +371,7 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         flop_bytes_moved=int(data.get("flop_bytes_moved", 0)),
         weight_bytes=int(data["weight_bytes"]),
         grad_bytes=int(data["grad_bytes"]),
+        peak_grad_bytes=int(data.get("peak_grad_bytes", 0)),
         frames=_frames(data.get("frames", [])),
         children=[_node_from_dict(c) for c in data.get("children", [])],
     )

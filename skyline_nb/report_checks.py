@@ -109,7 +109,8 @@ def _larger_than_parent(parent: Node, child: Node, parent_ms: float) -> Iterator
     if _above(child.activation_bytes, parent.activation_bytes):
         yield (f"{where} saves {format_bytes(child.activation_bytes)} of activations, more than "
                f"its parent's {format_bytes(parent.activation_bytes)}")
-    for field, name in (("weight_bytes", "weights"), ("grad_bytes", "gradients")):
+    for field, name in (("weight_bytes", "weights"), ("grad_bytes", "gradients"),
+                        ("peak_grad_bytes", "gradients at the peak")):
         if _above(getattr(child, field), getattr(parent, field)):
             yield (f"{where} holds {format_bytes(getattr(child, field))} of {name}, more than "
                    "its parent")

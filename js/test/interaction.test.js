@@ -46,7 +46,7 @@ describe("hover", () => {
     hover(seg(view.q("breakdown-time"), "fc2"));
     const linked = [...view.el.querySelectorAll(".sk-linked")];
     expect(linked.map((e) => [e.closest("[data-skyline^=breakdown]").dataset.skyline, e.dataset.node, e.dataset.category]))
-      .toEqual([["breakdown-time", "fc2", "time"], ["breakdown-memory", "fc2", "weights"], ["breakdown-memory", "fc2", "activations"]]);
+      .toEqual([["breakdown-time", "fc2", "time"], ["breakdown-memory", "fc2", "weights"], ["breakdown-memory", "fc2", "activations"], ["breakdown-memory", "fc2", "grads"]]);
     const lit = () => [...view.q("code-view").querySelectorAll(".sk-highlight")].map((r) => r.textContent);
     // Time: the lines where fc2 ran. Weights: also the line that created its parameters.
     expect(lit().some((t) => t.includes("return self.fc2(x)"))).toBe(true);

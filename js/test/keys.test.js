@@ -131,7 +131,8 @@ describe("the breakdowns", () => {
     const labels = [...view.q("breakdown-memory").querySelectorAll('[data-skyline="segment"]')].map((e) => e.getAttribute("aria-label"));
     // a module holds parameters and activations: two segments of one name, told apart
     expect(labels.slice(0, 3)).toEqual(["fc1, parameters: 1.53 MiB, 41.9%", "fc2, parameters: 20 KiB, 0.5%", "fc1, activations: 98 KiB, 2.6%"]);
-    expect(labels).toContain("gradients: 1.55 MiB, 42.4%"); // a category's own segment: named once
+    expect(labels).toContain("fc1, gradients: 1.53 MiB, 41.9%"); // gradients split by module too
+    expect(labels).toContain("other: 343 KiB, 9.1%"); // a category's own segment: named once
     expect(view.q("breakdown-time").querySelector('[role="list"]').getAttribute("aria-label")).toBe("Run time");
   });
 

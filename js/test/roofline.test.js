@@ -145,7 +145,7 @@ describe("the roofline plot", () => {
     expect(view.q("tooltip").hidden).toBe(false);
     expect(tipLines(view)[0]).toBe("fc1 (Linear)");
     expect(tipLines(view)).toContain(FC1);
-    expect(linked(view).sort()).toEqual(["breakdown-memory:fc1", "breakdown-memory:fc1", "breakdown-time:fc1"].sort());
+    expect(linked(view).sort()).toEqual(["breakdown-memory:fc1", "breakdown-memory:fc1", "breakdown-memory:fc1", "breakdown-time:fc1"].sort());
     expect(litPoints(view)).toEqual(["fc1"]);
     mouse("mouseleave", view.q("roofline").querySelector("svg"));
     expect(view.q("tooltip").hidden).toBe(true);

@@ -105,7 +105,7 @@ describe("time segments", () => {
 });
 
 describe("memory segments", () => {
-  test("groups: weights, then activations, then the single-segment categories, each sorted", () => {
+  test("groups: weights, activations, gradients, then the single-segment categories, each sorted", () => {
     const report = loadReport("large");
     const index = indexTree(report.tree);
     const level = memorySegments(report, index, index.root);
@@ -113,8 +113,10 @@ describe("memory segments", () => {
     const firstAct = cats.indexOf("activations");
     expect(cats.slice(0, firstAct).every((c) => c === "weights")).toBe(true);
     expect(cats.lastIndexOf("weights")).toBeLessThan(firstAct);
-    expect(cats.slice(-3).sort()).toEqual(["grads", "optimizer", "untracked"]);
-    for (const cat of ["weights", "activations", "grads|optimizer|untracked"]) {
+    const firstGrads = cats.indexOf("grads");
+    expect(cats.lastIndexOf("activations")).toBeLessThan(firstGrads);
+    expect(cats.slice(-2).sort()).toEqual(["optimizer", "untracked"]);
+    for (const cat of ["weights", "activations", "grads", "optimizer|untracked"]) {
       const vals = level.segments.filter((s) => cat.split("|").includes(s.category)).map((s) => s.value);
       expect(vals).toEqual([...vals].sort((a, b) => b - a));
     }
@@ -129,6 +131,29 @@ describe("memory segments", () => {
     const level = memorySegments(report, index, fc1);
     const own = level.segments.find((s) => s.category === "weights");
     expect(own).toMatchObject({ path: "fc1", value: fc1.weight_bytes, name: "fc1 (own)", own: true });
+  });
+
+  test("an opened module shows the gradients its parameters held at the peak", () => {
+    // session 31's walkthrough: fc1 opened showed its parameters and none of their gradients
+    const report = loadReport("small");
+    const index = indexTree(report.tree);
+    const fc1 = index.byPath.get("fc1");
+    const level = memorySegments(report, index, fc1);
+    expect(level.segments.find((s) => s.category === "grads")).toMatchObject({ path: "fc1", value: fc1.peak_grad_bytes, own: true });
+    expect(fc1.peak_grad_bytes).toBe(fc1.grad_bytes);
+    const root = memorySegments(report, index, index.root).segments.filter((s) => s.category === "grads");
+    expect(root.map((s) => s.path)).toEqual(["fc1", "fc2"]);
+    expect(root.reduce((a, s) => a + s.value, 0)).toBe(report.categories.find((c) => c.key === "grads").bytes);
+  });
+
+  test("a report whose tree has no gradients per module keeps them as one segment at the top", () => {
+    // as the kernel reads a report written before the split (Categories.split_where)
+    const report = loadReport("small");
+    report.categories.find((c) => c.key === "grads").node_field = null;
+    const index = indexTree(report.tree);
+    const grads = memorySegments(report, index, index.root).segments.filter((s) => s.category === "grads");
+    expect(grads).toHaveLength(1);
+    expect(grads[0].value).toBe(report.categories.find((c) => c.key === "grads").bytes);
   });
 
   test("its tooltip names the module once, and says the bytes are its own", () => {

@@ -69,6 +69,9 @@ class PeakSnapshot:
     # (phase, module path) -> most bytes the module's forward (or backward) added over what was
     # alive when it began, counting its descendants
     module_added: dict[tuple[str, str], int] = field(default_factory=dict)
+    # parameter name -> bytes of its gradient alive at the peak (the gradients category, split
+    # over the parameters whose ``.grad`` holds them at the end)
+    grads_by_param: dict[str, int] = field(default_factory=dict)
 
 
 class PeakTracker(DispatchMode):
@@ -242,17 +245,21 @@ class PeakTracker(DispatchMode):
         self._optimizer_depth = max(0, self._optimizer_depth - 1)
 
     # ---- the snapshot ---------------------------------------------------------------------
-    def snapshot(self, end: Iterable[tuple[str, Any]]) -> PeakSnapshot:
+    def snapshot(self, end: Iterable[tuple[str, Any]],
+                 grad_owners: dict[Any, str] | None = None) -> PeakSnapshot:
         """The peak's storages in categories; ``end``: (category, tensor) of what is named by
         identity when the iteration ends (parameters, buffers, ``.grad``, optimizer state,
-        inputs)."""
+        inputs); ``grad_owners``: {storage key: parameter name} of the gradients then, which
+        splits the gradients alive at the peak over their parameters."""
         named = {}
         for category, tensor in end:
             if isinstance(tensor, torch.Tensor):
                 for part in tp.storage_parts(tensor):
                     named.setdefault(tp.storage_key(part), category)
+        owners = grad_owners or {}
         by_category: dict[str, int] = {}
         by_op: dict[int, int] = {}
+        by_param: dict[str, int] = {}
         for key, storage in self._alive_at_peak():
             if storage.named is not None:
                 category = storage.named
@@ -263,15 +270,18 @@ class PeakTracker(DispatchMode):
             by_category[category] = by_category.get(category, 0) + storage.nbytes
             if category == Category.ACTIVATIONS and storage.creator is not None:
                 by_op[storage.creator] = by_op.get(storage.creator, 0) + storage.nbytes
+            elif category == Category.GRADS and key in owners:
+                by_param[owners[key]] = by_param.get(owners[key], 0) + storage.nbytes
         place = None if self.peak_place is None else self.peak_place[1:]
         added = {key: high - low for key, (low, high) in self._module_live.items()}
-        return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place, added)
+        return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place, added,
+                            by_param)
 
     def categorized(self, added: int, model: Any, inputs: Iterable[Any]) -> PeakSnapshot:
         """The snapshot at the peak, with the kernels' own workspace: ``added`` (the allocator's
         bytes at the iteration's peak beyond what was alive when it started) minus what the
         tracker saw added by then."""
-        peak = self.snapshot(named_tensors(model, inputs, self.optimizers))
+        peak = self.snapshot(named_tensors(model, inputs, self.optimizers), grad_owners(model))
         peak.by_category[Category.KERNEL_WORKSPACE] = max(0, added - (self.peak - self.start_bytes))
         return peak
 
@@ -288,6 +298,12 @@ class PeakTracker(DispatchMode):
     def close(self) -> None:
         """Stop following; finalizers already registered become no-ops."""
         self._storages.clear()
+
+
+def grad_owners(model: Any) -> dict[Any, str]:
+    """{storage key: parameter name} of the parameters' gradients now."""
+    return {tp.storage_key(part): name for name, param in unique_parameters(model)
+            if param.grad is not None for part in tp.storage_parts(param.grad)}
 
 
 def named_tensors(model: Any, inputs: Iterable[Any],

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from skyline_nb.categories import OPTIMIZER_PATH, Categories
+from skyline_nb.categories import OPTIMIZER_PATH, Categories, Category
 from skyline_nb.export.units import format_ms
 from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
@@ -250,11 +250,15 @@ def _instrumented(
             flop_bytes_moved=by_op_of(run.flops.moved, memory_ops, ops),
             weight_bytes=weight_bytes,
             grad_bytes=grad_bytes,
+            peak_grad_bytes=run.peak.grads_by_param,
             param_frames={w.name: w.frames for w in weights},
             untracked_ms=untracked_ms,
             optimizer_name=", ".join(sorted({type(o).__name__ for o in optimizers})),
         )
     )
+    # the root holds the gradients category whole: bytes of a gradient no parameter held at the
+    # end (one replaced during the step) are the model's own
+    tree.peak_grad_bytes = categories.get(Category.GRADS, 0)
     files = {f.file for node in tree.walk() for f in node.frames}
     files |= {f.file for w in weights for f in w.frames}
     device = dev.info()

@@ -39,6 +39,7 @@ class TreeInputs:
     flop_bytes_moved: dict[int | None, int]
     weight_bytes: dict[str, int]  # parameter name -> bytes
     grad_bytes: dict[str, int]
+    peak_grad_bytes: dict[str, int]  # parameter name -> its gradient's bytes alive at the peak
     param_frames: dict[str, list[Frame]]
     untracked_ms: float
     optimizer_name: str
@@ -127,6 +128,7 @@ def _own_weights(nodes: dict[str, Node], inputs: TreeInputs) -> None:
         if owner is not None:
             owner.weight_bytes += size
             owner.grad_bytes += inputs.grad_bytes.get(name, 0)
+            owner.peak_grad_bytes += inputs.peak_grad_bytes.get(name, 0)
 
 
 def _sum_up(node: Node, first: dict[int, int]) -> int | None:
@@ -148,6 +150,7 @@ def _sum_up(node: Node, first: dict[int, int]) -> int | None:
     node.flop_bytes_moved = sum(c.flop_bytes_moved for c in node.children)
     node.weight_bytes += sum(c.weight_bytes for c in node.children)
     node.grad_bytes += sum(c.grad_bytes for c in node.children)
+    node.peak_grad_bytes += sum(c.peak_grad_bytes for c in node.children)
     # a module's peak is at least its children's (each measured from its own first op)
     node.forward_peak_bytes = max([node.forward_peak_bytes,
                                    *(c.forward_peak_bytes for c in node.children)])

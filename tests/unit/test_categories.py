@@ -37,7 +37,8 @@ def test_every_category_has_one_descriptor_and_one_remainder() -> None:
     assert [spec.key for spec in CATEGORIES] == list(Category)
     assert sum(spec.remainder for spec in CATEGORIES) == 1
     assert Categories.of().specs == CATEGORIES
-    node_fields = {"weight_bytes", "grad_bytes", "activation_bytes", "peak_activation_bytes"}
+    node_fields = {"weight_bytes", "grad_bytes", "activation_bytes", "peak_activation_bytes",
+                   "peak_grad_bytes"}
     assert {spec.node_field for spec in CATEGORIES} - {None} <= node_fields
     assert {spec.node_kind for spec in CATEGORIES} - {None} <= set(NodeKind)
 
@@ -77,6 +78,28 @@ def test_reports_written_before_the_list_read_with_the_default_categories() -> N
     assert Report.from_dict(data) == report
     del data["categories"]
     assert Report.from_dict(data).categories == Categories.of()
+
+
+def test_a_tree_without_a_category_s_node_field_draws_that_category_as_one_segment() -> None:
+    """Gradients are split over the modules by ``peak_grad_bytes`` since session 32; a report
+    written before (the categories as bytes by key, read with today's descriptors) has no such
+    field in its tree, and would otherwise draw no gradients at all."""
+    report = sample_report()
+    data = report.to_dict()
+    data["schema_version"] = 1
+    data["categories"] = dict(report.categories)
+
+    def strip(node: dict[str, Any]) -> None:
+        del node["peak_grad_bytes"]
+        for child in node["children"]:
+            strip(child)
+
+    strip(data["tree"])
+    old = Report.from_dict(data)
+    assert old.categories.spec(Category.GRADS).node_field is None
+    assert old.categories.spec(Category.WEIGHTS).node_field == "weight_bytes"
+    assert dict(old.categories) == dict(report.categories)
+    assert report.categories.spec(Category.GRADS).node_field == "peak_grad_bytes"
 
 
 def test_a_category_added_in_python_round_trips_and_exports(tmp_path: Path) -> None:

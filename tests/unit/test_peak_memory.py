@@ -14,6 +14,7 @@ reorders) MemTracker does not see at all.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,8 +62,40 @@ def test_categories_add_up_to_the_peak_with_little_left_over(name: str, batch: i
         for child in node.children:
             assert child.forward_peak_bytes <= node.forward_peak_bytes
             assert child.backward_peak_bytes <= node.backward_peak_bytes
+    assert categories[Category.GRADS] == report.tree.peak_grad_bytes
+    for node in report.tree.walk():  # the gradients at the peak, split over the modules
+        assert 0 <= node.peak_grad_bytes <= node.grad_bytes or node is report.tree
+        assert sum(c.peak_grad_bytes for c in node.children) <= node.peak_grad_bytes
     plain = measure_iteration(*providers_of(name), batch, "cpu")
     assert plain.peak_bytes == report.peak_bytes
+
+
+def test_gradients_alive_at_the_peak_are_charged_to_their_modules_to_the_byte() -> None:
+    """Gradients kept across steps (accumulated, never zeroed) are alive at any peak: each
+    module holds exactly its parameters' gradients, and the modules add up to the category."""
+
+    def model_provider() -> torch.nn.Module:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                   torch.nn.Linear(128, 10))
+
+    def input_provider(batch_size: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+        return torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
+
+    def iteration_provider(model: torch.nn.Module) -> Callable[..., None]:
+        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+        return iteration
+
+    report = profile(model_provider, input_provider, iteration_provider, batch_size=8,
+                     device="cpu", predict=False)
+    first, second = report.tree.find("0"), report.tree.find("2")
+    assert first.peak_grad_bytes == (64 * 128 + 128) * 4 == first.weight_bytes
+    assert second.peak_grad_bytes == (128 * 10 + 10) * 4 == second.weight_bytes
+    assert report.tree.find("1").peak_grad_bytes == 0
+    assert report.categories[Category.GRADS] == first.peak_grad_bytes + second.peak_grad_bytes
+    again = type(report).from_json(report.to_json())
+    assert again.tree.find("0").peak_grad_bytes == first.peak_grad_bytes
 
 
 def _memtracker_at_peak(name: str, batch: int) -> dict[str, int]:
