@@ -25,7 +25,7 @@ LEVELS = ("module", "op")
 COLUMNS = (
     "path", "name", "kind", "depth", "forward_ms", "backward_ms", "total_ms",
     "saved_activation_bytes", "peak_activation_bytes", "weight_bytes", "grad_bytes",
-    "forward_flops", "backward_flops", "flops", "flops_per_s", "file", "line",
+    "peak_grad_bytes", "forward_flops", "backward_flops", "flops", "flops_per_s", "file", "line",
 )
 
 
@@ -68,7 +68,8 @@ def _row(node: Node, depth: int) -> dict[str, Any]:
         "forward_ms": node.forward_ms, "backward_ms": node.backward_ms,
         "total_ms": node.total_ms, "saved_activation_bytes": node.activation_bytes,
         "peak_activation_bytes": node.peak_activation_bytes, "weight_bytes": node.weight_bytes,
-        "grad_bytes": node.grad_bytes, "forward_flops": node.forward_flops,
+        "grad_bytes": node.grad_bytes, "peak_grad_bytes": node.peak_grad_bytes,
+        "forward_flops": node.forward_flops,
         "backward_flops": node.backward_flops, "flops": flops,
         "flops_per_s": flops / seconds if seconds > 0 else None,
         # a notebook cell by its id, as the SQLite reports name it, not the kernel's temp file
