@@ -30,7 +30,8 @@ def test_module_rows_at_depth_one_and_op_rows_add_up_to_the_totals(report) -> No
         assert frame.flops.sum() == report.total_flops > 0
         assert frame.peak_activation_bytes.sum() == report.tree.peak_activation_bytes
     # the gradients alive at the peak are the modules' (none of an op's or of the optimizer's)
-    assert top.peak_grad_bytes.sum() == report.categories["grads"] == report.tree.peak_grad_bytes > 0
+    grads = report.categories["grads"]
+    assert top.peak_grad_bytes.sum() == grads == report.tree.peak_grad_bytes > 0
     assert (ops.peak_grad_bytes == 0).all()
     assert "blocks.0.conv1" in set(modules.path) and (modules.kind == "op").sum() <= 2
     convs = ops[ops.name == "convolution"]
