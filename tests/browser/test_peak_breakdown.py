@@ -71,3 +71,15 @@ def test_the_memory_bar_shows_what_was_alive_at_the_peak(notebook):
                 "height": main["y"] + main["height"] - box["y"] + 60})
     finally:
         _theme(page, "Light")
+
+    # The gradients alive at the peak are drawn by the module whose parameters hold them, and an
+    # opened module shows its own (session 31's walkthrough: it showed its parameters only).
+    grads = memory.locator('[data-skyline="segment"][data-category="grads"]')
+    expect(grads.first).to_be_visible()
+    holder = grads.first.get_attribute("data-node")
+    assert holder and holder not in ("", "[untracked]"), holder
+    grads.first.dblclick()
+    expect(_part(widget, "breadcrumb")).to_have_text(re.compile(re.escape(holder) + "$"))
+    opened = grads.and_(memory.locator(f'[data-node="{holder}"]'))
+    expect(opened).to_have_count(1)
+    expect(opened).to_have_attribute("aria-label", re.compile(r", gradients: [\d.]+ (B|KiB|MiB), "))
