@@ -233,7 +233,11 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
       lines.push({ text: parts.map((m) => `${m.label} ${formatBytes(Number(s.node[m.node_field]) || 0)}`).join(" \u00b7 ") });
     }
     if (s.value < 0) lines.push({ class: "sk-tooltip-note", text: "negative: the parts measured separately add up to more than the whole" });
-    if (s.path && s.node) lines.push({ class: "sk-tooltip-path", text: `${s.kind} ${s.path}` });
+    // where it is in the model; not for the nodes that stand for a part of the step no module
+    // holds ("untracked [untracked]" under a segment named "other" read as a second name)
+    if (s.path && s.node && s.kind !== NODE_KIND.UNTRACKED && s.kind !== NODE_KIND.OPTIMIZER) {
+      lines.push({ class: "sk-tooltip-path", text: `${s.kind} ${s.path}` });
+    }
     const frames = s.frames.slice(0, MAX_FRAMES_SHOWN).map(formatFrame);
     if (frames.length) lines.push({ class: "sk-tooltip-frames", text: frames.join("  \u2190 ") });
     if (scale.predicted) lines.push({ class: "sk-tooltip-note", text: `predicted at batch size ${scale.batch}` });

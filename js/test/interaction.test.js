@@ -34,6 +34,13 @@ describe("hover", () => {
     const act = fc1.activation_bytes / report.peak_bytes;
     expect(tip.querySelector(".sk-tooltip-value").textContent).toContain(formatPercent(act));
     expect(tip.querySelector(".sk-tooltip-title").textContent).toBe("fc1 (Linear) \u2014 activations");
+    expect(tip.querySelector(".sk-tooltip-path").textContent).toBe("module fc1");
+    // the remainder is "other" and nothing else: no "untracked [untracked]" under it
+    hover(seg(view.q("breakdown-memory"), "untracked"));
+    expect(tip.querySelector(".sk-tooltip-title").textContent).toBe("other");
+    expect(tip.querySelector(".sk-tooltip-path")).toBeNull();
+    hover(seg(view.q("breakdown-time"), "optimizer"));
+    expect(tip.querySelector(".sk-tooltip-path")).toBeNull();
     // An op's tooltip names where it ran.
     hover(seg(view.q("breakdown-time"), "/_log_softmax#0"));
     expect(tip.querySelector(".sk-tooltip-frames").textContent).toMatch(/^cell 5f0c2a9e:\d+$/);
