@@ -56,7 +56,7 @@ function measuredNoise(m) {
   return `the middle half of its ${steps} timed steps lay within ${formatPercent(Number(m.spread))} of each other`;
 }
 
-export function createActions({ model, predictor, signal, getBatch }) {
+export function createActions({ model, predictor, signal, getBatch, measuredBatch }) {
   // A widget made by hand (SkylineWidget(report=...)) has a kernel but nobody serving these
   // messages; the kernel side says so with its `live` trait.
   const live = isLive(model);
@@ -106,7 +106,10 @@ export function createActions({ model, predictor, signal, getBatch }) {
   }
 
   function update() {
-    measure.textContent = `Measure at ${getBatch()}`;
+    const shown = getBatch();
+    measure.textContent = `Measure at ${shown}`;
+    // beside "Measure at 64" after a drag, which batch a re-profile measures (the measured one)
+    reprofile.textContent = !(measuredBatch > 0) || shown === measuredBatch ? "Re-profile" : `Re-profile at ${measuredBatch}`;
     const m = currentMeasurement(model);
     result.replaceChildren();
     if (!m) return;

@@ -65,7 +65,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   const code = createCodeView({ signal, onSelectLine: selectLine });
   const notice = createEditNotice({ signal });
   const bars = createBars({ report, predictor, signal, initialBatch: batch, onPreview: preview, onCommit: commit });
-  const actions = createActions({ model, predictor, signal, getBatch: () => batch });
+  const actions = createActions({ model, predictor, signal, getBatch: () => batch, measuredBatch: Number(report.batch_size) });
   // The edit's confirmation right under the bars a drag ends on, where the eye still is.
   bars.el.append(notice.el, actions.el);
   // The samples and the fitted curves under the bars; its marker follows the batch they show.

@@ -59,8 +59,10 @@ test("the kernel answers the ping: Re-profile and Measure at N send messages; th
   await tick();
   expect(q("reprofile").closest("[hidden]")).toBeNull();
   expect(q("reprofile").disabled).toBe(false);
+  expect(q("reprofile").textContent).toBe("Re-profile");
   key(q("throughput-bar"), "ArrowUp");
   expect(q("measure").textContent).toBe("Measure at 33");
+  expect(q("reprofile").textContent).toBe("Re-profile at 32"); // the measured batch, said
   q("measure").click();
   await tick();
   q("reprofile").click();
