@@ -9,6 +9,7 @@ Nothing here imports IPython or torch.
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -91,8 +92,6 @@ def parse_size(text: str) -> int:
 def batch_size_arg(text: str) -> int:
     """``--batch-size N`` of the command line and of ``%skyline``: a batch size of at least 1,
     refused with argparse's usage error before anything is profiled."""
-    import argparse
-
     try:
         value = int(text)
     except ValueError:

@@ -185,6 +185,9 @@ function roofLines(roof, frame) {
   return g;
 }
 
+// A part of the level without a point is named under the plot from this share of its time.
+const MISSING_SHARE = 0.1;
+
 /**
  * The roofline plot of a report with a roof and FLOPs. nodes: every node of the drawn tree
  * (the frame fits them all). onHover(segment|null, event, moveOnly), canDrill(segment) and
@@ -193,9 +196,6 @@ function roofLines(roof, frame) {
  * segment a point stands for and the one that draws it in the breakdown (itself, or the
  * "other" segment holding it), whose style (breakdown.js assignStyles) the point takes.
  */
-// A part of the level without a point is named under the plot from this share of its time.
-const MISSING_SHARE = 0.1;
-
 export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover, canDrill, onDrill }) {
   const stats = [...nodes].map((n) => flopStats(n, roof)).filter(Boolean);
   const frame = plotFrame(roof, stats);
