@@ -144,6 +144,12 @@ def test_a_throughput_drag_edits_a_cell_that_ran_before_load_ext(notebook):  # L
     assert after == before, f"showed {before} at the release, then {after}; report: {facts}"
     _edit_status(widget, rf"Set the batch size to {after} in the source cell \(was {MEASURED}\)",
                  "event")
+    # beside "Measure at N" after the drag, Re-profile says it profiles the measured batch
+    expect(_part(widget, "measure")).to_have_text(f"Measure at {after}")
+    expect(_part(widget, "reprofile")).to_have_text(f"Re-profile at {MEASURED}")
+    ARTIFACTS.mkdir(exist_ok=True)
+    widget.locator(".sk-actions").screenshot(
+        path=ARTIFACTS / f"late-load-actions-{notebook.frontend}.png")
     _keep(notebook, "late-load-drag", {**facts, "dragged_to": after})
 
     assert _saved(notebook) == {**cells, "providers": _with_literal(after)}
