@@ -3,9 +3,9 @@
 Nothing else imports them, so an API change can break one silently: session 31's
 ``measure_iteration`` started returning the level-1 result instead of a ``Sample``, and
 ``prediction_accuracy.py`` failed at its first held-out median until session 32 ran it. Each is
-run here at its smallest (the stock MLP, one round) in a process of its own, as BENCHMARKS.md
-runs it; the numbers are not judged (a 2-core CI host is not the benchmark's machine), only that
-a table row comes out.
+run here at its smallest (the stock MLP, one round or one batch) in a process of its own, as
+BENCHMARKS.md runs it; the numbers are not judged (a 2-core CI host is not the benchmark's
+machine), only that a table row comes out.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ RUNS = {
                              "stock", "--held-out", "1.5"], "| mlp | stock | 8 |"),
     "trust": (["--models", "mlp", "--rounds", "1", "--batches", "16"], "| mlp | 16 |"),
     "kineto_inner": (["--models", "mlp", "--rounds", "1"], "| mlp | "),
+    "peak_memory": (["--models", "mlp", "--batches", "16"], "| mlp | 16 |"),
     "stage_cost": (["--device", "cpu", "--models", "mlp:16", "--repeats", "1", "--scale",
                     "stock"], "mlp(stock)@16 on cpu"),
 }
