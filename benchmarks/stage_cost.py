@@ -6,14 +6,19 @@ batch: the user's plain loop (``cuda_headline.plain_loop_ms``: a fresh model, 10
 the median of 30), then ``--repeats`` profiles with a progress callback that records when each
 stage starts. A stage's cost is the time to the next stage's start; printed per stage kind
 (numbers stripped: "timing each op (run N)" adds up over N) as the median over the profiles, in
-milliseconds and in plain iterations. ``--cprofile K`` also prints the K functions with the most
-own time over one more profile of each model (where the host spends it). ``--load`` runs it
+milliseconds and in plain iterations, after one line per profile: its whole cost in plain
+iterations and the batch sizes it sampled (the cost bar is about the whole; whether a profile
+went beyond 2× the batch decides most of it on a CPU, where a 4× sample costs 12–15 of the
+user's iterations). ``--threads`` sets torch's thread count first (default: torch's own).
+``--cprofile K`` also prints the K functions with the most own time over one more profile of
+each model (where the host spends it). ``--load`` runs it
 all beside one spinning process (``spinner.py``; ``--apart``: in a session of its own).
 ``--scale bench`` profiles ``prediction_accuracy.py``'s sizes, whose sampling-cost column issue
 15's bar is read off (an H100's LSTM of width 1024 sampled 2× its profile in session 26).
 
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --repeats 3
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --threads 1 --models lstm:8
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --load
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --scale bench --models lstm:32
 """
@@ -87,9 +92,14 @@ def main() -> None:
                         help="the examples as shipped, or prediction_accuracy.py's sizes")
     parser.add_argument("--cprofile", type=int, default=0, metavar="K")
     parser.add_argument("--load", action="store_true", help="one competing spinning process")
+    parser.add_argument("--threads", type=int, default=None, help="default: torch's own")
     parser.add_argument("--apart", action="store_true",
                         help="with --load: the competitor in a session of its own")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     with spinning(args.apart) if args.load else contextlib.nullcontext():
         for pair in args.models:
             stage_report(pair, args.device, args.repeats, args.cprofile, args.scale)
@@ -109,6 +119,9 @@ def stage_report(pair: str, device: str, repeats: int, cprofile: int, scale: str
         f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
         f"iterations (median of {len(runs)})"
     )
+    for _costs, wall, report in runs:
+        sizes = ",".join(str(s.batch_size) for s in report.samples)
+        print(f"  profile: {wall / plain:5.1f} it, samples {sizes}")
     for kind in dict.fromkeys(k for costs, _, _ in runs for k in costs):
         ms = statistics.median(costs.get(kind, 0.0) for costs, _, _ in runs)
         print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")

@@ -28,7 +28,9 @@ RUNS = {
     "kineto_inner": (["--models", "mlp", "--rounds", "1"], "| mlp | "),
     "peak_memory": (["--models", "mlp", "--batches", "16"], "| mlp | 16 |"),
     "stage_cost": (["--device", "cpu", "--models", "mlp:16", "--repeats", "1", "--scale",
-                    "stock"], "mlp(stock)@16 on cpu"),
+                    "stock", "--threads", "1"], "mlp(stock)@16 on cpu"),
+    "floor_ab": (["--rounds", "1", "--", "--models", "mlp", "--starts", "8", "--repeats", "1",
+                  "--scale", "stock", "--held-out", "1.5"], "| mlp | stock | 8 |"),
 }
 
 
