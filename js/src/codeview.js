@@ -58,10 +58,12 @@ export function createCodeView({ signal, onSelectLine }) {
     const stats = addHeld(lineStats(node, report.weights, isRoot, optimizer), heldCategories(report, node, isRoot));
     const sources = sourcesFor(report.sources, stats);
     // Inclusive, as a line profiler's: a call's line holds what it calls, so lines that call
-    // one another add up to more than the level (the head says so, not only the tooltips).
+    // one another add up to more than the level (the head says so, not only the tooltips). A
+    // backward op is timed with the forward op that made it (operations.py), so `loss.backward()`
+    // holds only what no forward op made: said here, or its few µs read as the backward pass.
     head.replaceChildren(
       h("span", { text: `Source of ${nodeLabel(node)}: time and memory per line` }),
-      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole" }),
+      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward" }),
     );
     body.replaceChildren();
     if (!sources.length) {

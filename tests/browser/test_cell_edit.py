@@ -241,4 +241,8 @@ def test_typing_before_the_drag_then_an_ambiguous_cell_is_refused(notebook):  # 
     )
     assert "Set it by hand" in message
     expect(_part(widget, "copy-text")).to_have_value(f"batch_size = {down}")
+    # its underscore shows: at the input's default line height a 1x display clipped it away
+    line, size = _part(widget, "copy-text").evaluate(
+        "e => [getComputedStyle(e).lineHeight, getComputedStyle(e).fontSize].map(parseFloat)")
+    assert line >= 1.4 * size
     assert _saved(notebook) == before
