@@ -7,6 +7,7 @@ import time
 
 import pytest
 import torch
+from unit.test_peak_memory import accumulating_mlp, assert_gradients_by_module
 
 from skyline_nb.examples import cnn, mlp, transformer
 from skyline_nb.profiler import measure_iteration
@@ -126,6 +127,13 @@ def test_a_process_first_measurement_counts_no_library_workspace():
                                       mlp.skyline_iteration_provider, 32, "cuda").peak_bytes
                     for _ in range(2))
     assert first == again
+
+
+def test_gradients_alive_at_the_peak_are_charged_to_their_modules_on_cuda():
+    """Session 32's split of the gradients at the peak over the modules holding them, which
+    CPU tests proved to the byte (storage keys of CUDA tensors are the device's pointers)."""
+    report = profile(*accumulating_mlp(), batch_size=8, device="cuda", predict=False)
+    assert_gradients_by_module(report)
 
 
 def test_the_inputs_count_once_in_the_peak():

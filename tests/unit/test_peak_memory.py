@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import styled_models
@@ -28,6 +29,7 @@ from skyline_nb.profiler.prepare import measure_iteration
 from skyline_nb.profiler.providers import build_trial, load_providers
 from skyline_nb.profiler.session import profile
 from skyline_nb.profiler.stacks import UserCode
+from skyline_nb.report import Report
 
 pytestmark = pytest.mark.slow  # about 15 s: real profiles of six models
 
@@ -70,9 +72,9 @@ def test_categories_add_up_to_the_peak_with_little_left_over(name: str, batch: i
     assert plain.peak_bytes == report.peak_bytes
 
 
-def test_gradients_alive_at_the_peak_are_charged_to_their_modules_to_the_byte() -> None:
-    """Gradients kept across steps (accumulated, never zeroed) are alive at any peak: each
-    module holds exactly its parameters' gradients, and the modules add up to the category."""
+def accumulating_mlp() -> tuple[Callable[..., Any], ...]:
+    """The providers of an MLP whose step never zeroes its gradients (they accumulate), so
+    that they are alive at any peak (``tests/gpu`` profiles it on CUDA too)."""
 
     def model_provider() -> torch.nn.Module:
         torch.manual_seed(0)
@@ -87,8 +89,18 @@ def test_gradients_alive_at_the_peak_are_charged_to_their_modules_to_the_byte() 
             torch.nn.functional.cross_entropy(model(x), y).backward()
         return iteration
 
-    report = profile(model_provider, input_provider, iteration_provider, batch_size=8,
-                     device="cpu", predict=False)
+    return model_provider, input_provider, iteration_provider
+
+
+def test_gradients_alive_at_the_peak_are_charged_to_their_modules_to_the_byte() -> None:
+    """Gradients kept across steps (accumulated, never zeroed) are alive at any peak: each
+    module holds exactly its parameters' gradients, and the modules add up to the category."""
+    report = profile(*accumulating_mlp(), batch_size=8, device="cpu", predict=False)
+    assert_gradients_by_module(report)
+
+
+def assert_gradients_by_module(report: Report) -> None:
+    """``accumulating_mlp``'s gradients at the peak, module by module, to the byte."""
     first, second = report.tree.find("0"), report.tree.find("2")
     assert first.peak_grad_bytes == (64 * 128 + 128) * 4 == first.weight_bytes
     assert second.peak_grad_bytes == (128 * 10 + 10) * 4 == second.weight_bytes
