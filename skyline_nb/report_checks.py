@@ -16,7 +16,7 @@ allowance, stated here:
   relative).
 
 Checked: measured headline values (finite, positive; the time at one thread too, where
-measured), negative times, a node larger than its
+measured), negative times, FLOPs on the untracked time (which no op holds), a node larger than its
 parent (time, activation bytes, parameter bytes), the breakdown's total against the header's
 iteration time, and — when dragging is on — the predictions over the whole drag range
 (positive, finite time and throughput, positive peak, and a maximum throughput that is the
@@ -92,6 +92,9 @@ def _tree(report: Report) -> Iterator[str]:
     floor = untracked_floor(report)
     for node in report.tree.walk():
         lowest = floor if node.kind == NodeKind.UNTRACKED else 0.0
+        if node.kind == NodeKind.UNTRACKED and node.forward_flops + node.backward_flops:
+            yield (f"the untracked time (no op's) counts {node.forward_flops + node.backward_flops}"
+                   " FLOPs")
         for phase, ms in (("forward", node.forward_ms), ("backward", node.backward_ms or 0.0)):
             if not (math.isfinite(ms) and ms >= lowest):
                 label = node.path or node.name

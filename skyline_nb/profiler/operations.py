@@ -206,22 +206,36 @@ class OperationTracker:
                 self.pending.append((record.index, weakref.ref(leaves[0])))
 
     def _record_backward(self, func: Any, node: Any, timer: Timer | int) -> None:
+        record = self._linked(node)
+        if record is None:
+            key, name, module, parameter = self._aggregate_of(node)
+            if parameter is not None:
+                self.accumulated.add(parameter)
+            record = self._aggregate(key, name, module, parameter=parameter)
+        self._timers.append((record, True, timer))
+
+    def backward_record(self, node: Any) -> OpRecord | None:
+        """The record an op run by autograd ``node`` has added its time to (None: none yet):
+        the forward op that made the node (by sequence number), else one per parameter whose
+        gradient it accumulates, else one per node name (a double backward's nodes, which no
+        forward op made). The memory run's FLOP counter charges such ops there too."""
+        return self._linked(node) or self._aggregates.get(self._aggregate_of(node)[0])
+
+    def _linked(self, node: Any) -> OpRecord | None:
         index = self._by_seq.get(tp.sequence_nr(node))
-        if index is not None:
-            self._timers.append((self.records[index], True, timer))
-            return
+        return None if index is None else self.records[index]
+
+    def _aggregate_of(self, node: Any) -> tuple[tuple[str, str], str, str, str | None]:
+        """The key, name, module and parameter of the aggregate an unlinked ``node``'s ops
+        go to."""
         if tp.is_accumulate_grad(node):
             variable = tp.accumulated_variable(node)
-            name = self.param_names.get(id(variable)) if variable is not None else None
-            if name is not None:
-                self.accumulated.add(name)
-                module = name.rpartition(".")[0]
-                key = (module, f"accumulate_grad:{name}")
-                record = self._aggregate(key, "accumulate_grad", module, parameter=name)
-                self._timers.append((record, True, timer))
-                return
-        record = self._aggregate(("", node.name()), node.name(), "")
-        self._timers.append((record, True, timer))
+            parameter = self.param_names.get(id(variable)) if variable is not None else None
+            if parameter is not None:
+                module = parameter.rpartition(".")[0]
+                key = (module, f"accumulate_grad:{parameter}")
+                return key, "accumulate_grad", module, parameter
+        return ("", node.name()), node.name(), "", None
 
     def _aggregate(
         self, key: tuple[str, str], name: str, module: str, parameter: str | None = None

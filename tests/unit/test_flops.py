@@ -1,11 +1,13 @@
 """FLOPs per op and per module (``profiler/flops.py``) equal what PyTorch's FlopCounterMode
-counts for one iteration of the same model, in total and module by module."""
+counts for one iteration of the same model, in total and module by module; FLOPs go where the
+op's time goes."""
 
 from __future__ import annotations
 
 import importlib
 
 import pytest
+import user_models
 from torch.utils.flop_counter import FlopCounterMode
 
 from skyline_nb.profiler.session import profile
@@ -48,3 +50,18 @@ def test_flops_equal_flop_counter_mode(name: str) -> None:
                 per_module[key], rel=0.01), key
             checked += 1
     assert checked > 0
+
+
+def test_a_double_backwards_flops_are_charged_where_its_time_is_not_to_untracked() -> None:
+    """A gradient penalty (``create_graph``) runs backward nodes no forward op made; their time
+    goes to an op of their node's name ("MmBackward0"), and so must their FLOPs: on the
+    "untracked" node, which holds the time no op holds, 25.7 M FLOPs read as 41 GFLOP/s of
+    nothing (session 33, a WGAN-GP)."""
+    report = profile(*user_models.wgan_gradient_penalty(), batch_size=16, device="cpu",
+                     predict=False)
+    root = report.tree
+    untracked = [n for n in root.children if n.kind == "untracked"]
+    assert untracked and untracked[0].forward_flops + untracked[0].backward_flops == 0
+    double = [n for n in root.children if n.kind == "op" and n.name == "MmBackward0"]
+    assert double and double[0].backward_flops > 0 and double[0].backward_ms > 0
+    assert root.forward_flops + root.backward_flops == report.total_flops
