@@ -156,14 +156,22 @@ function peakLabel(roof, frame) {
 
 /**
  * Where a point's name goes: above it, to its right (to its left near the right edge); below
- * it when above would cover the peak roof's label (a point on the flat roof).
+ * it when above would cover the peak roof's label (a point on the flat roof) or a name already
+ * placed (`taken`: their boxes); then the other side, above or below. None of those free (three
+ * points within a few pixels, as a GAN's two nets and a double backward's matmuls were, their
+ * names printed over each other): null, and the point keeps its name in its tooltip.
  */
-export function nameSpot(cx, cy, name, roof, frame) {
+export function nameSpot(cx, cy, name, roof, frame, taken = []) {
   const right = cx < WIDTH - 70;
-  const [x, anchor] = right ? [cx + 6, "start"] : [cx - 6, "end"];
+  const sides = right ? [[cx + 6, "start"], [cx - 6, "end"]] : [[cx - 6, "end"], [cx + 6, "start"]];
   const peak = peakLabel(roof, frame);
-  const covered = overlaps(labelBox(x, cy - 5, name, anchor), labelBox(peak.x, peak.y, peak.text, "end"));
-  return { x, y: covered ? cy + LABEL_H + 2 : cy - 5, anchor };
+  const blocked = [labelBox(peak.x, peak.y, peak.text, "end"), ...taken];
+  for (const [x, anchor] of sides) {
+    for (const y of [cy - 5, cy + LABEL_H + 2]) {
+      if (!blocked.some((box) => overlaps(labelBox(x, y, name, anchor), box))) return { x, y, anchor };
+    }
+  }
+  return null;
 }
 
 function roofLines(roof, frame) {
@@ -236,8 +244,11 @@ export function createRooflinePlot({ roof, nodes, measuredBatch, signal, onHover
     }
     points.replaceChildren(...drawn.map((d) => d.point));
     if (drawn.length <= MAX_NAMED) {
+      const taken = []; // the boxes of the names placed so far: the largest parts first
       for (const { segment, cx, cy } of drawn) {
-        const spot = nameSpot(cx, cy, segment.name, roof, frame);
+        const spot = nameSpot(cx, cy, segment.name, roof, frame, taken);
+        if (!spot) continue;
+        taken.push(labelBox(spot.x, spot.y, segment.name, spot.anchor));
         points.append(svg("text", { class: "sk-roof-name", x: spot.x, y: spot.y, "text-anchor": spot.anchor }, segment.name));
       }
     }

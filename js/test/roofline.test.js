@@ -116,6 +116,26 @@ describe("the roofline plot", () => {
     expect(nameSpot(140, roofY, "fc", ROOF, frame).y).toBeCloseTo(roofY - 5, 6);
   });
 
+  test("points within a few pixels get their names where no name is yet, or none", () => {
+    // A WGAN-GP's d, g and the double backward's MmBackward0 sat within 4 px, their names
+    // printed over each other (session 33).
+    const frame = plotFrame(ROOF, [{ intensity: 14.5, rate: 62.7e9 }]);
+    const taken = [];
+    const box = ({ x, y, anchor }, name) => {
+      const width = 6 * name.length; // roofline.js CHAR_W
+      const x0 = anchor === "end" ? x - width : x;
+      return { x0, x1: x0 + width, y0: y - 10, y1: y + 2 };
+    };
+    const spots = ["d", "g", "MmBackward0", "fc", "fc2"].map((name, i) => {
+      const spot = nameSpot(150 + i, 100 + i, name, ROOF, frame, taken);
+      if (spot) taken.push(box(spot, name));
+      return spot && [spot.anchor, spot.y < 100 + i ? "above" : "below"];
+    });
+    expect(spots).toEqual([["start", "above"], ["start", "below"], ["end", "above"], ["end", "below"], null]);
+    const overlap = (a, b) => a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+    for (const [i, a] of taken.entries()) for (const b of taken.slice(i + 1)) expect(overlap(a, b)).toBe(false);
+  });
+
   test("draws the two roofs and one point per module with FLOPs, where the numbers put them", () => {
     view = mount({ report: loadReport("small") });
     const plot = view.q("roofline");
