@@ -7,7 +7,7 @@ import time
 
 import pytest
 import torch
-from unit.test_peak_memory import accumulating_mlp, assert_gradients_by_module
+from unit.accumulating import accumulating_mlp, assert_gradients_by_module
 
 from skyline_nb.examples import cnn, mlp, transformer
 from skyline_nb.profiler import measure_iteration

@@ -14,13 +14,12 @@ reorders) MemTracker does not see at all.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import styled_models
 import torch
+from accumulating import accumulating_mlp, assert_gradients_by_module
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from skyline_nb.categories import Category
@@ -29,7 +28,6 @@ from skyline_nb.profiler.prepare import measure_iteration
 from skyline_nb.profiler.providers import build_trial, load_providers
 from skyline_nb.profiler.session import profile
 from skyline_nb.profiler.stacks import UserCode
-from skyline_nb.report import Report
 
 pytestmark = pytest.mark.slow  # about 15 s: real profiles of six models
 
@@ -72,42 +70,11 @@ def test_categories_add_up_to_the_peak_with_little_left_over(name: str, batch: i
     assert plain.peak_bytes == report.peak_bytes
 
 
-def accumulating_mlp() -> tuple[Callable[..., Any], ...]:
-    """The providers of an MLP whose step never zeroes its gradients (they accumulate), so
-    that they are alive at any peak (``tests/gpu`` profiles it on CUDA too)."""
-
-    def model_provider() -> torch.nn.Module:
-        torch.manual_seed(0)
-        return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
-                                   torch.nn.Linear(128, 10))
-
-    def input_provider(batch_size: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
-        return torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
-
-    def iteration_provider(model: torch.nn.Module) -> Callable[..., None]:
-        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-        return iteration
-
-    return model_provider, input_provider, iteration_provider
-
-
 def test_gradients_alive_at_the_peak_are_charged_to_their_modules_to_the_byte() -> None:
     """Gradients kept across steps (accumulated, never zeroed) are alive at any peak: each
     module holds exactly its parameters' gradients, and the modules add up to the category."""
     report = profile(*accumulating_mlp(), batch_size=8, device="cpu", predict=False)
     assert_gradients_by_module(report)
-
-
-def assert_gradients_by_module(report: Report) -> None:
-    """``accumulating_mlp``'s gradients at the peak, module by module, to the byte."""
-    first, second = report.tree.find("0"), report.tree.find("2")
-    assert first.peak_grad_bytes == (64 * 128 + 128) * 4 == first.weight_bytes
-    assert second.peak_grad_bytes == (128 * 10 + 10) * 4 == second.weight_bytes
-    assert report.tree.find("1").peak_grad_bytes == 0
-    assert report.categories[Category.GRADS] == first.peak_grad_bytes + second.peak_grad_bytes
-    again = type(report).from_json(report.to_json())
-    assert again.tree.find("0").peak_grad_bytes == first.peak_grad_bytes
 
 
 def _memtracker_at_peak(name: str, batch: int) -> dict[str, int]:
