@@ -74,11 +74,11 @@ class OpMode(DispatchMode):
                 start = _clock()
                 out = op(*args)
                 stop = _clock()
-            tracker.record(func, node, out, stop - start)
+            tracker.record(func, node, out, stop - start, (args, kwargs))
             return out
         timer = tracker.new_timer()
         timer.start()
         out = func(*args, **kwargs)
         timer.stop()
-        tracker.record(func, node, out, timer)
+        tracker.record(func, node, out, timer, (args, kwargs))
         return out

@@ -48,6 +48,7 @@ from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import unique_parameters, user_path
 from skyline_nb.profiler.op_mode import OpMode, OpRider
+from skyline_nb.profiler.optimizer_steps import OptimizerSteps
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.report import Frame
 
@@ -117,7 +118,7 @@ class OperationTracker:
         self._timers: list[tuple[OpRecord, bool, Timer | int]] = []
         self.host_clock = device.kind == "cpu"
         self._stack: list[str] = []
-        self._optimizer_depth = 0
+        self._steps = OptimizerSteps()
         self._handles: list[Any] = []
         self._mode: OpMode | None = None
         self._quiet: warnings.catch_warnings | None = None
@@ -154,12 +155,12 @@ class OperationTracker:
             self._stack.pop()
 
     def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._optimizer_depth += 1
+        self._steps.enter(optimizer)
         if not any(ref() is optimizer for ref in self.optimizers):
             self.optimizers.append(weakref.ref(optimizer))
 
     def _step_post(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        self._optimizer_depth = max(0, self._optimizer_depth - 1)
+        self._steps.leave()
 
     # ---- bookkeeping ----------------------------------------------------------------------
     def new_timer(self) -> Timer:
@@ -182,11 +183,14 @@ class OperationTracker:
     def current_op(self) -> int | None:
         return self._last_forward
 
-    def record(self, func: Any, node: Any, out: Any, timer: Timer | int) -> None:
+    def record(self, func: Any, node: Any, out: Any, timer: Timer | int,
+               inputs: Any = ()) -> None:
+        """An op that ran (``inputs``: its arguments), timed by ``timer``; ``node``: the
+        autograd node running it in backward, else None."""
         if node is not None:
             self._record_backward(func, node, timer)
             return
-        phase = OPTIMIZER if self._optimizer_depth else FORWARD
+        phase = OPTIMIZER if self._steps.runs_update(inputs) else FORWARD
         module = OPTIMIZER_PATH if phase == OPTIMIZER else (self._stack[-1] if self._stack else "")
         name = func.overloadpacket.__name__
         record = OpRecord(
@@ -288,7 +292,7 @@ class OperationTracker:
                 (time.perf_counter_ns() - self._started) / 1e6)
             self.resolve_pending()
             self._stack.clear()
-            self._optimizer_depth = 0
+            self._steps = OptimizerSteps()
 
     def _release(self) -> None:
         """Remove the hooks and restore the warning filters."""

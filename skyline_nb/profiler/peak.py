@@ -35,6 +35,7 @@ from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import optimizer_state_tensors, unique_parameters
+from skyline_nb.profiler.optimizer_steps import OptimizerSteps
 
 DispatchMode = tp.dispatch_mode_base()
 
@@ -100,7 +101,7 @@ class PeakTracker(DispatchMode):
         self.peak_place: tuple[int, str, str] | None = None
         self._storages: dict[int, _Storage] = {}  # alive, by key
         self._dead: list[_Storage] = []
-        self._optimizer_depth = 0
+        self._steps = OptimizerSteps()
         self._hooks: list[Any] = []
         self.optimizers: list[Any] = []  # seen stepping
         # (phase, module path) -> [tracked bytes before its first op, highest since]
@@ -142,12 +143,13 @@ class PeakTracker(DispatchMode):
         self.live -= storage.nbytes
         self._dead.append(storage)
 
-    def _now(self) -> tuple[str, tuple[int, str, str] | None]:
-        """The phase running now, and (outside the optimizer) the forward op ``where`` names."""
+    def _now(self, inputs: Any = ()) -> tuple[str, tuple[int, str, str] | None]:
+        """The phase of an op on ``inputs`` running now (``OptimizerSteps.runs_update``), and
+        (outside the optimizer) the forward op ``where`` names."""
         if tp.current_autograd_node() is not None:
             phase = BACKWARD
         else:
-            phase = OPTIMIZER if self._optimizer_depth else FORWARD
+            phase = OPTIMIZER if self._steps.runs_update(inputs) else FORWARD
         in_model = self.where is not None and phase != OPTIMIZER
         return phase, self.where() if in_model else None
 
@@ -172,7 +174,7 @@ class PeakTracker(DispatchMode):
         """Follow the storages the op created; note the peak and the module's bytes."""
         inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
                   if t.device.type == self.device_type for part in tp.storage_parts(t)}
-        phase, place = self._now()
+        phase, place = self._now((args, kwargs))
         created = False
         for leaf in tensors_in(out):
             if leaf.device.type != self.device_type:
@@ -235,14 +237,14 @@ class PeakTracker(DispatchMode):
 
     def _step_pre(self, optimizer: Any, *_: Any) -> None:
         """Optimizer state is alive since the start (a warm trial) but only reachable now."""
-        self._optimizer_depth += 1
+        self._steps.enter(optimizer)
         if all(o is not optimizer for o in self.optimizers):
             self.optimizers.append(optimizer)
         for tensor in optimizer_state_tensors([optimizer]):
             self._adopt(Category.OPTIMIZER, tensor)
 
     def _step_post(self, *_: Any) -> None:
-        self._optimizer_depth = max(0, self._optimizer_depth - 1)
+        self._steps.leave()
 
     # ---- the snapshot ---------------------------------------------------------------------
     def snapshot(self, end: Iterable[tuple[str, Any]],

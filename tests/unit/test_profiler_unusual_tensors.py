@@ -127,3 +127,24 @@ def test_a_fresh_lazy_or_parametrized_model_is_not_taken_for_one_the_user_holds(
     _consistent(report)
     other = report.categories[Category.UNTRACKED]
     assert abs(other) <= OTHER_ROUNDING * report.peak_bytes, dict(report.categories)
+
+
+def test_an_optimizers_closure_is_the_models_forward_and_backward_not_the_optimizers() -> None:
+    """L-BFGS runs the step's forward and backward in a closure inside its ``step``: they drew
+    on the optimizer's node (its forward), as unlinked "AddmmBackward0" ops (its backward), its
+    saved activations as "untracked", and none as activations at the peak. Now the closure's
+    ops are the modules' (``optimizer_steps.py``) and the optimizer's node holds its update."""
+    report = profile(*user_models.lbfgs_closure(), batch_size=256, device="cpu", predict=False)
+    _consistent(report)
+    root = report.tree
+    for path in ("0", "2"):  # the two Linear layers, forward and backward linked
+        layer = root.find(path)
+        assert layer.forward_ms > 0 and (layer.backward_ms or 0) > 0, path
+        assert layer.forward_flops > 0 and layer.backward_flops > 0, path
+    assert not [n.name for n in root.children if n.kind == "op" and n.name.endswith("Backward0")]
+    optimizer = next(n for n in root.children if n.kind == "optimizer")
+    assert optimizer.forward_flops + optimizer.backward_flops == 0  # the update: no matmuls
+    assert optimizer.forward_ms > 0  # L-BFGS's own two-loop recursion and line search
+    untracked = next(n for n in root.children if n.kind == "untracked")
+    assert untracked.activation_bytes == 0
+    assert report.categories[Category.ACTIVATIONS] > 0
