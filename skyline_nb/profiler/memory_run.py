@@ -84,15 +84,12 @@ def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inp
         return index, record.module, record.name
 
     def charged() -> tuple[int, str, str] | None:
-        """Where an op's FLOPs count: with its time, on the record the op tracker just made
-        (``record`` runs before the riders), or in backward the one it added the time to
-        (``backward_record``). Not ``where``, which names the forward op an activation belongs
+        """Where an op's FLOPs count: with its time (``OperationTracker.charged``; ``record``
+        runs before the riders). Not ``where``, which names the forward op an activation belongs
         to and has none for a double backward's nodes (a gradient penalty) or for the forward an
         optimizer runs (L-BFGS's closure): their FLOPs were unplaced, drawn on the "untracked"
         node, which holds the time no op holds (a WGAN-GP's 25.7 M FLOPs at 41 GFLOP/s)."""
-        node = tp.current_autograd_node()
-        record = (ops.backward_record(node) if node is not None
-                  else ops.records[-1] if ops.records else None)
+        record = ops.charged
         return None if record is None else (record.index, record.module, record.name)
 
     tracker = PeakTracker(dev.torch_device, named_tensors(model, trial.input_tensors, []),

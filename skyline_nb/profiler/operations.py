@@ -123,6 +123,9 @@ class OperationTracker:
         self._mode: OpMode | None = None
         self._quiet: warnings.catch_warnings | None = None
         self._last_forward: int | None = None
+        # the record the latest op's time went to (the memory run's FLOP counter charges its
+        # FLOPs there too, memory_run.py)
+        self.charged: OpRecord | None = None
         self._started = 0
         self._timer_factory = device.timer
 
@@ -183,8 +186,7 @@ class OperationTracker:
     def current_op(self) -> int | None:
         return self._last_forward
 
-    def record(self, func: Any, node: Any, out: Any, timer: Timer | int,
-               inputs: Any = ()) -> None:
+    def record(self, func: Any, node: Any, out: Any, timer: Timer | int, inputs: Any) -> None:
         """An op that ran (``inputs``: its arguments), timed by ``timer``; ``node``: the
         autograd node running it in backward, else None."""
         if node is not None:
@@ -201,6 +203,7 @@ class OperationTracker:
             frames=self.user_code.capture(),
         )
         self.records.append(record)
+        self.charged = record
         self._timers.append((record, False, timer))
         if phase == FORWARD:
             self._last_forward = record.index
@@ -210,36 +213,25 @@ class OperationTracker:
                 self.pending.append((record.index, weakref.ref(leaves[0])))
 
     def _record_backward(self, func: Any, node: Any, timer: Timer | int) -> None:
-        record = self._linked(node)
-        if record is None:
-            key, name, module, parameter = self._aggregate_of(node)
-            if parameter is not None:
-                self.accumulated.add(parameter)
-            record = self._aggregate(key, name, module, parameter=parameter)
-        self._timers.append((record, True, timer))
+        self.charged = self._backward_record(node)
+        self._timers.append((self.charged, True, timer))
 
-    def backward_record(self, node: Any) -> OpRecord | None:
-        """The record an op run by autograd ``node`` has added its time to (None: none yet):
-        the forward op that made the node (by sequence number), else one per parameter whose
-        gradient it accumulates, else one per node name (a double backward's nodes, which no
-        forward op made). The memory run's FLOP counter charges such ops there too."""
-        return self._linked(node) or self._aggregates.get(self._aggregate_of(node)[0])
-
-    def _linked(self, node: Any) -> OpRecord | None:
+    def _backward_record(self, node: Any) -> OpRecord:
+        """The record an op run by autograd ``node`` adds its time to: the forward op that made
+        the node (by sequence number), else one per parameter whose gradient it accumulates,
+        else one per node name (a double backward's nodes, which no forward op made)."""
         index = self._by_seq.get(tp.sequence_nr(node))
-        return None if index is None else self.records[index]
-
-    def _aggregate_of(self, node: Any) -> tuple[tuple[str, str], str, str, str | None]:
-        """The key, name, module and parameter of the aggregate an unlinked ``node``'s ops
-        go to."""
+        if index is not None:
+            return self.records[index]
         if tp.is_accumulate_grad(node):
             variable = tp.accumulated_variable(node)
-            parameter = self.param_names.get(id(variable)) if variable is not None else None
-            if parameter is not None:
-                module = parameter.rpartition(".")[0]
-                key = (module, f"accumulate_grad:{parameter}")
-                return key, "accumulate_grad", module, parameter
-        return ("", node.name()), node.name(), "", None
+            name = self.param_names.get(id(variable)) if variable is not None else None
+            if name is not None:
+                self.accumulated.add(name)
+                module = name.rpartition(".")[0]
+                key = (module, f"accumulate_grad:{name}")
+                return self._aggregate(key, "accumulate_grad", module, parameter=name)
+        return self._aggregate(("", node.name()), node.name(), "")
 
     def _aggregate(
         self, key: tuple[str, str], name: str, module: str, parameter: str | None = None
