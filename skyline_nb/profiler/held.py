@@ -24,7 +24,8 @@ from torch import nn
 from skyline_nb.categories import Categories, Category
 from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler.memory import storage_keys, tensor_bytes
-from skyline_nb.profiler.providers import Trial, step_items
+from skyline_nb.profiler.providers import Trial
+from skyline_nb.profiler.references import step_items
 
 
 def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:

@@ -118,7 +118,8 @@ class OperationTracker:
         self._timers: list[tuple[OpRecord, bool, Timer | int]] = []
         self.host_clock = device.kind == "cpu"
         self._stack: list[str] = []
-        self._steps = OptimizerSteps()
+        self._parameters = [p for _, p in unique_parameters(model)]
+        self._steps = OptimizerSteps(self._parameters)
         self._handles: list[Any] = []
         self._mode: OpMode | None = None
         self._quiet: warnings.catch_warnings | None = None
@@ -192,7 +193,7 @@ class OperationTracker:
         if node is not None:
             self._record_backward(func, node, timer)
             return
-        phase = OPTIMIZER if self._steps.runs_update(inputs) else FORWARD
+        phase = OPTIMIZER if self._steps.runs_update(inputs, out, bool(self._stack)) else FORWARD
         module = OPTIMIZER_PATH if phase == OPTIMIZER else (self._stack[-1] if self._stack else "")
         name = func.overloadpacket.__name__
         record = OpRecord(
@@ -284,7 +285,7 @@ class OperationTracker:
                 (time.perf_counter_ns() - self._started) / 1e6)
             self.resolve_pending()
             self._stack.clear()
-            self._steps = OptimizerSteps()
+            self._steps = OptimizerSteps(self._parameters)
 
     def _release(self) -> None:
         """Remove the hooks and restore the warning filters."""

@@ -12,14 +12,25 @@ closure, a 2-layer MLP, drew its forward on the optimizer's node, its backward a
 ``differentiable``) and calls a closure with grad on: an op inside a step with grad on and an
 input that requires grad (a parameter, an activation) is the closure's forward. Backward ops are
 told by their autograd node, which the trackers check first.
+
+An update written out without an optimizer (``p -= lr * p.grad`` under ``no_grad``, as PyTorch's
+tutorials do; a hand-written gradient clipping, ``clip_grad_norm_``, ``zero_grad`` keeping the
+tensors) is the optimizer phase too: an op outside every module's forward and without autograd
+(grad off, or no input requiring it) on a parameter, a gradient, or what such an op made. Seen
+as the forward's: a 2-layer MLP's update drew on its root's forward (a third of the step, scaled
+with the batch when the widget predicts) and its temporaries, the step's peak, were
+"activations". A forward under ``no_grad`` (an evaluation) runs inside modules and stays one.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 
+from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.leaves import tensors_in
 
 
@@ -27,8 +38,13 @@ class OptimizerSteps:
     """The optimizer steps running now (nested: a step may call another's), for the hooks
     ``torch_private.register_optimizer_step_hooks`` calls."""
 
-    def __init__(self) -> None:
+    def __init__(self, parameters: Iterable[torch.Tensor] = ()) -> None:
         self._differentiable: list[bool] = []  # one per step running, innermost last
+        self._parameters = list(parameters)
+        self._weights = {tp.storage_key(part) for p in self._parameters
+                         for part in tp.storage_parts(p)}
+        self._grads: set[int] | None = None  # their gradients' storages, read once per update
+        self._made: dict[int, weakref.ref[torch.Tensor]] = {}  # outputs of updates by hand
 
     @property
     def depth(self) -> int:
@@ -43,13 +59,34 @@ class OptimizerSteps:
         if self._differentiable:
             self._differentiable.pop()
 
-    def runs_update(self, inputs: Any) -> bool:
-        """Whether an op (not a backward one) on ``inputs`` (its arguments) is the update of a
-        step running now: inside a step, and not the forward of a closure it calls (grad on, an
-        input requiring grad), unless the optimizer itself is differentiable (its update then
-        runs with grad on too)."""
+    def runs_update(self, inputs: Any, out: Any = (), in_module: bool = False) -> bool:
+        """Whether an op (not a backward one) on ``inputs`` (its arguments) that returned
+        ``out`` is an update: inside a step, and not the forward of a closure it calls (grad
+        on, an input requiring grad), unless the optimizer itself is differentiable (its update
+        then runs with grad on too); outside every step, one written by hand (module doc);
+        ``in_module``: a module's forward is running."""
         if not self._differentiable:
-            return False
+            return self._by_hand(tensors_in(inputs), out, in_module)
         if self._differentiable[-1] or not torch.is_grad_enabled():
             return True
         return not any(t.requires_grad for t in tensors_in(inputs))
+
+    def _by_hand(self, tensors: list[torch.Tensor], out: Any, in_module: bool) -> bool:
+        if in_module or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            self._grads = None  # the update is over (or not begun): gradients may change
+            return False
+        if not any(self._made_here(t) for t in tensors):
+            if self._grads is None:
+                self._grads = {tp.storage_key(part) for p in self._parameters
+                               if p.grad is not None for part in tp.storage_parts(p.grad)}
+            seeds = self._weights | self._grads
+            if not any(tp.storage_key(part) in seeds
+                       for t in tensors for part in tp.storage_parts(t)):
+                return False
+        for tensor in tensors_in(out):
+            self._made[id(tensor)] = weakref.ref(tensor)
+        return True
+
+    def _made_here(self, tensor: torch.Tensor) -> bool:
+        ref = self._made.get(id(tensor))
+        return ref is not None and ref() is tensor

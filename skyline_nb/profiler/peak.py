@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import nn
 
 from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
@@ -101,15 +102,19 @@ class PeakTracker(DispatchMode):
         self.peak_place: tuple[int, str, str] | None = None
         self._storages: dict[int, _Storage] = {}  # alive, by key
         self._dead: list[_Storage] = []
-        self._steps = OptimizerSteps()
+        self._modules = 0  # module forwards running (an update by hand runs in none)
         self._hooks: list[Any] = []
         self.optimizers: list[Any] = []  # seen stepping
         # (phase, module path) -> [tracked bytes before its first op, highest since]
         self._module_live: dict[tuple[str, str], list[int]] = {}
         # (phase, forward op index or None, tracked bytes) after every op, in order
         self.timeline: list[tuple[str, int | None, int]] = []
+        weights = []
         for category, tensor in start:
             self._adopt(category, tensor)
+            if category == Category.WEIGHTS:
+                weights.append(tensor)
+        self._steps = OptimizerSteps(weights)
         self._note_peak(*self._now())
 
     # ---- following storages ---------------------------------------------------------------
@@ -143,13 +148,15 @@ class PeakTracker(DispatchMode):
         self.live -= storage.nbytes
         self._dead.append(storage)
 
-    def _now(self, inputs: Any = ()) -> tuple[str, tuple[int, str, str] | None]:
-        """The phase of an op on ``inputs`` running now (``OptimizerSteps.runs_update``), and
-        (outside the optimizer) the forward op ``where`` names."""
+    def _now(self, inputs: Any = (), out: Any = ()) -> tuple[str, tuple[int, str, str] | None]:
+        """The phase of an op on ``inputs`` that returned ``out``, running now
+        (``OptimizerSteps.runs_update``), and (outside the optimizer) the forward op ``where``
+        names."""
         if tp.current_autograd_node() is not None:
             phase = BACKWARD
         else:
-            phase = OPTIMIZER if self._steps.runs_update(inputs) else FORWARD
+            update = self._steps.runs_update(inputs, out, self._modules > 0)
+            phase = OPTIMIZER if update else FORWARD
         in_model = self.where is not None and phase != OPTIMIZER
         return phase, self.where() if in_model else None
 
@@ -174,7 +181,7 @@ class PeakTracker(DispatchMode):
         """Follow the storages the op created; note the peak and the module's bytes."""
         inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
                   if t.device.type == self.device_type for part in tp.storage_parts(t)}
-        phase, place = self._now((args, kwargs))
+        phase, place = self._now((args, kwargs), out)
         created = False
         for leaf in tensors_in(out):
             if leaf.device.type != self.device_type:
@@ -228,7 +235,16 @@ class PeakTracker(DispatchMode):
             self._unhook()
 
     def _hook(self) -> None:
-        self._hooks = tp.register_optimizer_step_hooks(self._step_pre, self._step_post)
+        self._hooks = [*tp.register_optimizer_step_hooks(self._step_pre, self._step_post),
+                       nn.modules.module.register_module_forward_pre_hook(self._module_pre),
+                       nn.modules.module.register_module_forward_hook(self._module_post,
+                                                                      always_call=True)]
+
+    def _module_pre(self, *_: Any) -> None:
+        self._modules += 1
+
+    def _module_post(self, *_: Any) -> None:
+        self._modules = max(0, self._modules - 1)
 
     def _unhook(self) -> None:
         for handle in self._hooks:

@@ -15,6 +15,7 @@ from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError
 from skyline_nb.profiler.isolation import isolated
 from skyline_nb.profiler.iteration import IterationResult, measure_level1
+from skyline_nb.profiler.op_mode import load_mode_machinery
 from skyline_nb.profiler.providers import Providers, build_trial, load_providers
 from skyline_nb.profiler.stacks import CellLookup, UserCode, default_project_root
 
@@ -56,6 +57,7 @@ def prepare(
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"batch_size must be a positive integer, not {size!r}")
     allocator.settle()  # every measurement in the steady state of the host allocator
+    load_mode_machinery()  # torch's first use of a dispatch mode: not inside a measurement
     return Prepared(dev, user_code, providers, size)
 
 

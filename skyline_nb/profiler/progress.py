@@ -18,7 +18,8 @@ step), the stage is marked ``timed`` too.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 # Expected cost of a whole profile in iterations of the user's batch (BENCHMARKS.md, "cost").
@@ -67,7 +68,7 @@ class Reporter:
         self.iteration_ms: float | None = None
         self.notice: str | None = None  # carried by every later ``Progress``
         self.started = time.perf_counter()
-        self._displaying_s = 0.0  # spent in the callback (a notebook waits for its browser)
+        self._uncounted_s = 0.0  # the callback's (a notebook waits for its browser), ``uncounted``
         self._pending = 0.0
         self._shown = (0.0, 0.0)  # (share shown, iterations done when it was shown)
 
@@ -87,7 +88,17 @@ class Reporter:
         """Seconds the profile itself has run: elapsed, less the time the callback took (a
         notebook's waits for its front end to draw, ``quiet_cores``, are not the profile's
         cost, which budgets its samples: ``samples.sampling_budget_ms``)."""
-        return time.perf_counter() - self.started - self._displaying_s
+        return time.perf_counter() - self.started - self._uncounted_s
+
+    @contextmanager
+    def uncounted(self) -> Iterator[None]:
+        """Work inside is shown but is not the profile's cost (``profile_s``): what a process
+        does once for every profile after it (the device's peaks, ``roofline.py``)."""
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._uncounted_s += time.perf_counter() - began
 
     def finish(self) -> None:
         """The profile is done: the whole share, nothing left."""
@@ -105,4 +116,4 @@ class Reporter:
         began = time.perf_counter()
         self.callback(Progress(text, min(share, 1.0), began - self.started, remaining, timed,
                                self.notice))
-        self._displaying_s += time.perf_counter() - began
+        self._uncounted_s += time.perf_counter() - began

@@ -37,7 +37,8 @@ from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.memory import user_path
-from skyline_nb.profiler.providers import Trial, step_items
+from skyline_nb.profiler.providers import Trial
+from skyline_nb.profiler.references import step_items
 from skyline_nb.profiler.step_peak import mark
 
 # An allocation of this odd size marks "bytes alive now" in the CPU allocator's reports.

@@ -58,6 +58,11 @@ def roofline(device: Device, seen: Iterable[tuple[float, float]] = ()) -> Roofli
     return roof
 
 
+def known(device: Device) -> bool:
+    """Whether this process has measured the device's peaks (at torch's thread count now)."""
+    return (device.kind, torch.get_num_threads()) in _measured
+
+
 def _matmul(device: Device) -> tuple[object, float]:
     a = torch.randn(MATMUL_N, MATMUL_N, device=device.torch_device)
     b = torch.randn(MATMUL_N, MATMUL_N, device=device.torch_device)

@@ -54,7 +54,7 @@ from skyline_nb.profiler.progress import Progress, Reporter, covers
 from skyline_nb.profiler.providers import InputsAtAnySize, build_trial
 from skyline_nb.profiler.range_ends import fitted_within_ends
 from skyline_nb.profiler.retained import kept_warning
-from skyline_nb.profiler.roofline import roofline
+from skyline_nb.profiler.roofline import known, roofline
 from skyline_nb.profiler.samples import sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.threads import (
@@ -106,6 +106,10 @@ def profile(
 
     with isolated(dev), held_prints() as prints:
         graphs = compiled_graphs()
+        if not known(dev):  # 0.25 s, once per kernel: not a cost that budgets its samples
+            reporter.stage("measuring this machine's peak FLOP/s and memory bandwidth", 0)
+            with reporter.uncounted():
+                roofline(dev)
         try:
             reporter.stage("building the model and timing an iteration", 7)
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
