@@ -54,8 +54,9 @@ class _Storage:
     born: int  # event index; 0 for storages alive at the start
     phase: str
     creator: int | None  # forward op index (``where``), for per-op attribution
-    named: str | None = None  # the category of a storage alive at the start
+    named: str | None = None  # the category of a storage alive at the start, or a gradient's
     died: int | None = None
+    owner: int | None = None  # id of the parameter whose gradient backward made it
 
 
 @dataclass
@@ -109,12 +110,12 @@ class PeakTracker(DispatchMode):
         self._module_live: dict[tuple[str, str], list[int]] = {}
         # (phase, forward op index or None, tracked bytes) after every op, in order
         self.timeline: list[tuple[str, int | None, int]] = []
-        weights = []
+        self._weights: list[torch.Tensor] = []
         for category, tensor in start:
             self._adopt(category, tensor)
             if category == Category.WEIGHTS:
-                weights.append(tensor)
-        self._steps = OptimizerSteps(weights)
+                self._weights.append(tensor)
+        self._steps = OptimizerSteps(self._weights)
         self._note_peak(*self._now())
 
     # ---- following storages ---------------------------------------------------------------
@@ -239,6 +240,21 @@ class PeakTracker(DispatchMode):
                        nn.modules.module.register_module_forward_pre_hook(self._module_pre),
                        nn.modules.module.register_module_forward_hook(self._module_post,
                                                                       always_call=True)]
+        self._hooks += [p.register_post_accumulate_grad_hook(self._accumulated)
+                        for p in self._weights if p.requires_grad]
+
+    def _accumulated(self, param: torch.Tensor) -> None:
+        """Backward has put a gradient in ``param.grad``: its storage is a gradient for as long
+        as it lives. Named only by identity at the end of the iteration, a step that ends by
+        ``zero_grad()`` (``opt.step(); opt.zero_grad()``, the tutorials' update by hand, a
+        Trainer's order) had none: its gradients counted as backward temporaries."""
+        grad = param.grad
+        if grad is None:
+            return
+        for part in tp.storage_parts(grad):
+            storage = self._storages.get(tp.storage_key(part))
+            if storage is not None and storage.named in (None, Category.GRADS):
+                storage.named, storage.owner = Category.GRADS, id(param)
 
     def _module_pre(self, *_: Any) -> None:
         self._modules += 1
@@ -264,11 +280,13 @@ class PeakTracker(DispatchMode):
 
     # ---- the snapshot ---------------------------------------------------------------------
     def snapshot(self, end: Iterable[tuple[str, Any]],
-                 grad_owners: dict[Any, str] | None = None) -> PeakSnapshot:
+                 grad_owners: dict[Any, str] | None = None,
+                 param_names: dict[int, str] | None = None) -> PeakSnapshot:
         """The peak's storages in categories; ``end``: (category, tensor) of what is named by
         identity when the iteration ends (parameters, buffers, ``.grad``, optimizer state,
-        inputs); ``grad_owners``: {storage key: parameter name} of the gradients then, which
-        splits the gradients alive at the peak over their parameters."""
+        inputs); ``grad_owners``: {storage key: parameter name} of the gradients then, and
+        ``param_names`` {id: name} of the parameters (for gradients gone by then), which split
+        the gradients alive at the peak over their parameters."""
         named = {}
         for category, tensor in end:
             if isinstance(tensor, torch.Tensor):
@@ -288,8 +306,12 @@ class PeakTracker(DispatchMode):
             by_category[category] = by_category.get(category, 0) + storage.nbytes
             if category == Category.ACTIVATIONS and storage.creator is not None:
                 by_op[storage.creator] = by_op.get(storage.creator, 0) + storage.nbytes
-            elif category == Category.GRADS and key in owners:
-                by_param[owners[key]] = by_param.get(owners[key], 0) + storage.nbytes
+            elif category == Category.GRADS:
+                owner = owners.get(key) if key is not None else None
+                if owner is None and storage.owner is not None:
+                    owner = (param_names or {}).get(storage.owner)
+                if owner is not None:
+                    by_param[owner] = by_param.get(owner, 0) + storage.nbytes
         place = None if self.peak_place is None else self.peak_place[1:]
         added = {key: high - low for key, (low, high) in self._module_live.items()}
         return PeakSnapshot(max(self.peak, 0), by_category, by_op, self.peak_phase, place, added,
@@ -299,7 +321,9 @@ class PeakTracker(DispatchMode):
         """The snapshot at the peak, with the kernels' own workspace: ``added`` (the allocator's
         bytes at the iteration's peak beyond what was alive when it started) minus what the
         tracker saw added by then."""
-        peak = self.snapshot(named_tensors(model, inputs, self.optimizers), grad_owners(model))
+        names = {id(param): name for name, param in unique_parameters(model)}
+        peak = self.snapshot(named_tensors(model, inputs, self.optimizers), grad_owners(model),
+                             names)
         peak.by_category[Category.KERNEL_WORKSPACE] = max(0, added - (self.peak - self.start_bytes))
         return peak
 

@@ -65,7 +65,8 @@ def build_tree(inputs: TreeInputs) -> Node:
                     frames=ops.module_frames.get(path, []))
         nodes[path] = node
         root.children.append(node)
-    optimizer = Node(0, inputs.optimizer_name or "optimizer", OPTIMIZER_PATH, NodeKind.OPTIMIZER)
+    # no optimizer stepped: an update written by hand (``optimizer_steps.py``)
+    optimizer = Node(0, inputs.optimizer_name or "update", OPTIMIZER_PATH, NodeKind.OPTIMIZER)
     nodes[OPTIMIZER_PATH] = optimizer
 
     ops_ms = ops.ops_ms()

@@ -77,6 +77,28 @@ def test_gradients_alive_at_the_peak_are_charged_to_their_modules_to_the_byte() 
     assert_gradients_by_module(report)
 
 
+def test_gradients_zeroed_at_the_end_of_the_step_are_still_gradients_at_its_peak() -> None:
+    """``opt.step(); opt.zero_grad()``: no ``.grad`` is left when the step ends, where they were
+    named by identity, so the gradients alive at the optimizer step's peak were "backward
+    temporaries" and no module's; backward's accumulation hook names them now."""
+    model_provider, input_provider, _ = accumulating_mlp()
+
+    def iteration_provider(model: torch.nn.Module):
+        optimizer = torch.optim.Adam(model.parameters())
+
+        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        return iteration
+
+    report = profile(model_provider, input_provider, iteration_provider, batch_size=8,
+                     device="cpu", predict=False)
+    assert report.peak_place.phase == "optimizer"
+    assert report.categories[Category.BACKWARD_TEMPORARIES] == 0
+    assert_gradients_by_module(report)
+
+
 def _memtracker_at_peak(name: str, batch: int) -> dict[str, int]:
     from torch.distributed._tools.mem_tracker import MemTracker
 
