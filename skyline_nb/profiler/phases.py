@@ -12,15 +12,16 @@ there (BENCHMARKS.md, "Memory by phase"). So each sampled size records its peak 
 the memory model is the largest of the phases' lines (``models.memory_curve.fit_memory``).
 
 While ``PhaseMarks`` is entered, the model's forward starting and ending, backward reaching the
-model's outputs, and an optimizer step starting each call its ``mark``. On CPU (the default) that
-allocates a marker of an odd size that no iteration is expected to allocate (``LABELS``);
-``AllocatorReports.peaks`` then splits the running sum at them. On CUDA, ``CudaPhasePeaks`` reads
-the caching allocator's peak since the last mark and resets it there (the allocator keeps its books
-on the host, in the order the host asks, so a hook's reading is the phase's own whatever the kernels
-still queued). So the step falls into four phases: ``forward`` (the model's), ``loss`` (what runs
-between the model's forward and its backward: a loss computed outside the model, and that loss's own
-backward, e.g. log-softmax's), ``backward`` (from the model's outputs on) and ``optimizer``. Nothing
-is left on the user's model or optimizers afterwards.
+model's outputs, that backward pass ending, and an optimizer step starting each call its ``mark``.
+On CPU (the default) that allocates a marker of an odd size that no iteration is expected to
+allocate (``LABELS``); ``AllocatorReports.peaks`` then splits the running sum at them. On CUDA,
+``CudaPhasePeaks`` reads the caching allocator's peak since the last mark and resets it there (the
+allocator keeps its books on the host, in the order the host asks, so a hook's reading is the
+phase's own whatever the kernels still queued). So the step falls into four phases: ``forward``
+(the model's), ``loss`` (what runs between the model's forward and its backward: a loss computed
+outside the model, and that loss's own backward, e.g. log-softmax's), ``backward`` (from the
+model's outputs on) and ``optimizer`` (from the end of that backward pass: an optimizer's step, or
+an update written by hand). Nothing is left on the user's model or optimizers afterwards.
 
 Known limitations: a model whose output holds no tensor that requires grad (a step that calls
 submodules directly) gets no backward mark, so its loss and backward form one phase; a model
@@ -59,15 +60,16 @@ class PhaseMarks:
         self.model = model
         self.mark = mark
         self._handles: list[Any] = []
+        self._ending = False  # the backward pass's end is awaited
+        self._phase: str | None = None  # the last one marked
 
     def __enter__(self) -> PhaseMarks:
-        mark = self.mark
-        self._handles = tp.register_optimizer_step_hooks(lambda *_: mark(OPTIMIZER),
+        self._handles = tp.register_optimizer_step_hooks(lambda *_: self._enter(OPTIMIZER),
                                                           lambda *_: None)
         if isinstance(self.model, torch.nn.Module):
             try:
                 self._handles.append(
-                    self.model.register_forward_pre_hook(lambda *_: mark(FORWARD)))
+                    self.model.register_forward_pre_hook(lambda *_: self._enter(FORWARD)))
                 self._handles.append(self.model.register_forward_hook(self._mark_outputs))
             except RuntimeError:  # a ScriptModule takes no hooks: one phase before the step
                 pass
@@ -78,14 +80,33 @@ class PhaseMarks:
             handle.remove()
         self._handles = []
 
+    def _enter(self, phase: str) -> None:
+        """Mark ``phase`` unless it is the one running (an optimizer's step after the backward
+        pass ended, a second output reached)."""
+        if phase != self._phase:
+            self._phase = phase
+            self.mark(phase)
+
     def _mark_outputs(self, _module: Any, _args: Any, output: Any) -> None:
         """The model's forward ends (what follows until backward reaches any of its outputs is
         the loss phase); backward reaching any of them marks the backward phase."""
-        mark = self.mark
-        mark(LOSS)
+        self._enter(LOSS)
         for tensor in _tensors(output, _MAX_DEPTH):
             if tensor.grad_fn is not None:
-                tensor.grad_fn.register_prehook(lambda _grads: mark(BACKWARD))
+                tensor.grad_fn.register_prehook(self._backward_reached)
+
+    def _backward_reached(self, _grads: Any) -> None:
+        """Backward reached the model's outputs: its phase, until the pass ends; what follows it
+        is the update's phase, whether an optimizer steps or it is written by hand (``p -= lr *
+        p.grad``: no step hook marks that one, and its peak read "in the model's backward")."""
+        self._enter(BACKWARD)
+        if not self._ending:
+            self._ending = True
+            tp.at_backward_end(self._backward_ended)
+
+    def _backward_ended(self) -> None:
+        self._ending = False
+        self._enter(OPTIMIZER)
 
 
 class CudaPhasePeaks:

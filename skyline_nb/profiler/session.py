@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from skyline_nb.categories import OPTIMIZER_PATH, Categories, Category
+from skyline_nb.categories import OPTIMIZER_PATH, Category
 from skyline_nb.export.units import format_ms
 from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
@@ -42,6 +42,7 @@ from skyline_nb.profiler.memory import (
     unique_parameters,
 )
 from skyline_nb.profiler.memory_run import (
+    at_plain_peak,
     by_op_of,
     instrumented_excess,
     memory_run,
@@ -218,7 +219,7 @@ def _instrumented(
         weights.append(WeightEntry(name, size_bytes, grad, frames))
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
-    categories = Categories.at_peak(level1.peak_bytes, run.peak.by_category)
+    categories = at_plain_peak(level1.peak_bytes, run.peak.by_category)
     warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes),
                                   held_warning(trial, categories),
                                   kept_warning(level1.kept_per_step, level1.peak_bytes,

@@ -130,10 +130,10 @@ def allocator_events() -> Any:
     which is this module's normal case and would land in the notebook. Known limitation: what
     the user's own native code writes to stderr in these few iterations is dropped too.
     """
-    from skyline_nb.profiler import torch_private as tp
+    from skyline_nb.profiler.allocator_reports import AllocatorReports, quiet_native_stderr
 
-    with tp.quiet_native_stderr():
-        allocator: tp.AllocatorReports | None = tp.AllocatorReports()
+    with quiet_native_stderr():
+        allocator: AllocatorReports | None = AllocatorReports()
         try:
             allocator.__enter__()
         except RuntimeError:

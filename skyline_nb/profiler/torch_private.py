@@ -1,4 +1,5 @@
-"""Every private or semi-private PyTorch API skyline_nb touches, in one place, with guards.
+"""Every private or semi-private PyTorch API skyline_nb touches, in one place, with guards
+(and ``allocator_reports.py`` beside it: the CPU allocator's reports through kineto).
 
 PyTorch does not promise these names; keeping them here means a torch upgrade breaks one file
 with a clear message instead of failing deep inside a measurement. Each accessor checks the name
@@ -9,10 +10,8 @@ Tested against torch 2.13 (CPU and CUDA builds); the oldest supported is 2.1.
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -29,7 +28,7 @@ def torch_version() -> tuple[int, int]:
     return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)
 
 
-def _need(owner: Any, name: str, where: str) -> Any:
+def need(owner: Any, name: str, where: str) -> Any:
     value = getattr(owner, name, None)
     if value is None:
         raise UnsupportedTorchError(
@@ -44,7 +43,7 @@ def dispatch_mode_base() -> type:
     """``TorchDispatchMode``: sees every aten op below autograd (forward, backward, optimizer)."""
     from torch.utils import _python_dispatch
 
-    return _need(_python_dispatch, "TorchDispatchMode", "torch.utils._python_dispatch")
+    return need(_python_dispatch, "TorchDispatchMode", "torch.utils._python_dispatch")
 
 
 @contextlib.contextmanager
@@ -53,15 +52,15 @@ def outside_modes() -> Iterator[None]:
     marker allocations stay out of its trackers' records and the user's modes)."""
     from torch.utils import _python_dispatch
 
-    disable = _need(_python_dispatch, "_disable_current_modes", "torch.utils._python_dispatch")
-    with _need(torch._C, "DisableTorchFunction", "torch._C")(), disable():
+    disable = need(_python_dispatch, "_disable_current_modes", "torch.utils._python_dispatch")
+    with need(torch._C, "DisableTorchFunction", "torch._C")(), disable():
         yield
 
 
 # ---- autograd graph -----------------------------------------------------------------------
 def current_autograd_node() -> Any | None:
     """The autograd Node whose backward is running on this thread, or None in forward."""
-    return _need(torch._C, "_current_autograd_node", "torch._C")()
+    return need(torch._C, "_current_autograd_node", "torch._C")()
 
 
 def sequence_nr(node: Any) -> int:
@@ -76,6 +75,13 @@ def accumulated_variable(node: Any) -> torch.Tensor | None:
 
 def is_accumulate_grad(node: Any) -> bool:
     return "AccumulateGrad" in node.name()
+
+
+def at_backward_end(callback: Callable[[], None]) -> None:
+    """Call ``callback`` when the backward pass running now has finished (the engine's final
+    callbacks, as DDP finishes its gradient reduction); only from inside that pass."""
+    engine = need(torch.autograd.Variable, "_execution_engine", "torch.autograd.Variable")
+    need(engine, "queue_callback", "torch.autograd.Variable._execution_engine")(callback)
 
 
 # ---- storages -----------------------------------------------------------------------------
@@ -159,27 +165,27 @@ def global_hook_registries() -> Iterator[tuple[str, dict[Any, Any]]]:
 
 def mode_stack_depths() -> tuple[int, int]:
     """How many dispatch modes and ``TorchFunctionMode``s are active."""
-    return (int(_need(torch._C, "_len_torch_dispatch_stack", "torch._C")()),
-            int(_need(torch._C, "_len_torch_function_stack", "torch._C")()))
+    return (int(need(torch._C, "_len_torch_dispatch_stack", "torch._C")()),
+            int(need(torch._C, "_len_torch_function_stack", "torch._C")()))
 
 
 def pop_modes_to(depths: tuple[int, int]) -> None:
     """Pop the dispatch and function modes pushed since ``depths = mode_stack_depths()``."""
     while mode_stack_depths()[0] > depths[0]:
-        _need(torch._C, "_pop_torch_dispatch_stack", "torch._C")()
+        need(torch._C, "_pop_torch_dispatch_stack", "torch._C")()
     while mode_stack_depths()[1] > depths[1]:
-        _need(torch._C, "_pop_torch_function_stack", "torch._C")()
+        need(torch._C, "_pop_torch_function_stack", "torch._C")()
 
 
 def saved_tensors_hooks_top() -> Any:
     """The innermost ``saved_tensors_hooks`` pair, or None."""
-    return _need(torch._C._autograd, "_top_saved_tensors_default_hooks",
+    return need(torch._C._autograd, "_top_saved_tensors_default_hooks",
                  "torch._C._autograd")(False)
 
 
 def pop_saved_tensors_hooks_to(top: Any) -> None:
     """Pop the saved-tensor hooks pushed since ``top = saved_tensors_hooks_top()``."""
-    pop = _need(torch._C._autograd, "_pop_saved_tensors_default_hooks", "torch._C._autograd")
+    pop = need(torch._C._autograd, "_pop_saved_tensors_default_hooks", "torch._C._autograd")
     while (current := saved_tensors_hooks_top()) is not None and current != top:
         pop()
 
@@ -188,16 +194,16 @@ def flop_formulas() -> dict[Any, Callable[..., int]]:
     """``FlopCounterMode``'s formulas by op packet (called as it calls them)."""
     from torch.utils import flop_counter
 
-    return dict(_need(flop_counter, "flop_registry", "torch.utils.flop_counter"))
+    return dict(need(flop_counter, "flop_registry", "torch.utils.flop_counter"))
 
 
 def profiler_running() -> bool:
-    return bool(_need(torch._C._autograd, "_profiler_enabled", "torch._C._autograd")())
+    return bool(need(torch._C._autograd, "_profiler_enabled", "torch._C._autograd")())
 
 
 def stop_profiler() -> None:
     """Stop a kineto profiler session, discarding its results."""
-    _need(torch._C._autograd, "_disable_profiler", "torch._C._autograd")()
+    need(torch._C._autograd, "_disable_profiler", "torch._C._autograd")()
 
 
 def register_optimizer_step_hooks(
@@ -207,15 +213,15 @@ def register_optimizer_step_hooks(
     from torch.optim import optimizer
 
     return [
-        _need(optimizer, "register_optimizer_step_pre_hook", "torch.optim.optimizer")(pre),
-        _need(optimizer, "register_optimizer_step_post_hook", "torch.optim.optimizer")(post),
+        need(optimizer, "register_optimizer_step_pre_hook", "torch.optim.optimizer")(pre),
+        need(optimizer, "register_optimizer_step_post_hook", "torch.optim.optimizer")(post),
     ]
 
 
 def register_parameter_registration_hook(hook: Callable[..., Any]) -> Any:
     from torch.nn.modules import module
 
-    return _need(
+    return need(
         module, "register_module_parameter_registration_hook", "torch.nn.modules.module"
     )(hook)
 
@@ -295,105 +301,6 @@ def _fp32_precision_owners() -> list[Any]:
     return owners
 
 
-class AllocatorReports:
-    """What the CPU allocator reports over a block: (time ns, ±bytes) per allocation and free.
-
-    Kernel-internal scratch (oneDNN convolution workspaces, ...) is allocated below the
-    dispatcher, so a dispatch-mode tracker cannot see it; the allocator reports it to the
-    kineto profiler (``profile_memory``). Ops are not recorded (only user scopes are observed,
-    and there are none), so stopping the profiler and reading its events cost about a third of
-    what ``torch.profiler.profile`` costs for the same memory events. Raises RuntimeError on
-    entry when a profiler already runs (torch allows one).
-    """
-
-    def __init__(self) -> None:
-        self.events: list[tuple[int, int]] = []
-
-    def __enter__(self) -> AllocatorReports:
-        from torch._C import _autograd as autograd_c
-        from torch._C import _profiler as profiler_c
-
-        config = profiler_c.ProfilerConfig(
-            profiler_c.ProfilerState.KINETO, False, True, False, False, False,
-            profiler_c._ExperimentalConfig())
-        activities = {profiler_c.ProfilerActivity.CPU}
-        if profiler_running():
-            raise RuntimeError("a profiler is already running")
-        _need(autograd_c, "_prepare_profiler", "torch._C._autograd")(config, activities)
-        _need(autograd_c, "_enable_profiler", "torch._C._autograd")(
-            config, activities, {profiler_c.RecordScope.USER_SCOPE})
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        from torch._C import _autograd as autograd_c
-
-        results = _need(autograd_c, "_disable_profiler", "torch._C._autograd")()
-        cpu = _need(autograd_c, "DeviceType", "torch._C._autograd").CPU
-        # the enum compared as is: its str() took 40 % of reading a transformer step's ~2,400
-        # reports (10.5 → 5.9 ms), and a profile reads five to ten such windows
-        self.events = sorted(
-            (event.start_ns(), event.nbytes())
-            for event in results.events()
-            if event.device_type() == cpu and event.name() == "[memory]"
-        )
-
-    def peak(self, after_bytes: int = 0, labels: Mapping[int, str] | None = None) -> int:
-        """Max running sum of the reports, in time order (the largest of ``peaks``)."""
-        return max(self.peaks(after_bytes, labels).values())
-
-    def peaks(self, after_bytes: int = 0, labels: Mapping[int, str] | None = None,
-              first: str = "") -> dict[str, int]:
-        """Max running sum of the reports, in time order, for each part of the block.
-
-        Frees of blocks allocated before the block started are not reported by torch, so the
-        sum starts at zero at the start. ``after_bytes``: only the part after the last
-        allocation of exactly that many bytes counts (a marker between iterations), the sum
-        then starting at zero there. ``labels`` ({marker bytes: part}): an allocation of one
-        of those sizes starts the part it names (the part before the first is ``first``); the
-        markers' own bytes count nowhere.
-        """
-        events = self.events
-        if after_bytes:
-            marks = [i for i, (_t, nbytes) in enumerate(events) if nbytes == after_bytes]
-            if not marks:
-                raise RuntimeError("the allocator reported no marker allocation")
-            events = [e for e in events[marks[-1] + 1:] if e[1] != -after_bytes]
-        labels = labels or {}
-        part, live = first, 0
-        found = {first: 0}
-        for _start, nbytes in events:
-            if abs(nbytes) in labels:
-                if nbytes > 0:
-                    part = labels[nbytes]
-                    found[part] = max(found.get(part, live), live)
-                continue
-            live += nbytes
-            found[part] = max(found[part], live)
-        return found
-
-
-@contextlib.contextmanager
-def quiet_native_stderr() -> Iterator[None]:
-    """Silence file descriptor 2 for a moment (torch 2.13's kineto logs ``USDT: … profiler_start``
-    from C++ at every profiler start/stop; ipykernel would show those lines in the notebook).
-
-    Only wraps the profiler's own start/stop calls, never the user's code.
-    """
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
 def cuda_spin(cycles: int) -> None:
     """Enqueue a kernel that spins for ``cycles`` GPU clock cycles (``torch.cuda._sleep``)."""
-    _need(torch.cuda, "_sleep", "holding the CUDA queue while ops are timed")(int(cycles))
+    need(torch.cuda, "_sleep", "holding the CUDA queue while ops are timed")(int(cycles))

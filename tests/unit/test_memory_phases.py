@@ -68,8 +68,8 @@ def test_performance_models_take_the_phases_and_keep_them_aligned_with_valid_sam
 
 
 def test_allocator_reports_split_at_labelled_markers() -> None:
-    tp = pytest.importorskip("skyline_nb.profiler.torch_private")
-    reports = tp.AllocatorReports()
+    reports_module = pytest.importorskip("skyline_nb.profiler.allocator_reports")
+    reports = reports_module.AllocatorReports()
     # 4093 starts the iteration; 11 and 13 are phase markers (their bytes count nowhere)
     reports.events = [(0, 500), (1, 4093), (2, -4093), (3, 100), (4, 11), (5, -11), (6, 300),
                       (7, 13), (8, -13), (9, -250), (10, 40), (11, -190)]
@@ -189,6 +189,21 @@ def test_phase_marks_call_a_given_mark_in_the_steps_order() -> None:
     assert seen == ["forward", "loss", "backward", "optimizer"]
     trial.step()
     assert len(seen) == 4
+
+
+def test_what_follows_the_backward_pass_is_the_update_without_an_optimizer_too() -> None:
+    """An update written by hand (``p -= lr * p.grad``) has no step hook to mark it: it was
+    "the model's backward", and so was its peak. The backward pass's end marks it."""
+    from skyline_nb.profiler.phases import PhaseMarks
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    seen: list[str] = []
+    with PhaseMarks(model, seen.append):
+        model(torch.ones(2, 4)).sum().backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= 0.1 * param.grad
+    assert seen == ["forward", "loss", "backward", "optimizer"]
 
 
 class _ScriptedCudaAllocator:
