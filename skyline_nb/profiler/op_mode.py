@@ -38,13 +38,15 @@ def load_mode_machinery() -> None:
     """Run one op under a dispatch mode, once per process, before anything is measured.
 
     The first call of any mode's ``__torch_dispatch__`` in a process imports ``torch._dynamo``
-    (torch wraps every mode's dispatch in ``_disable_dynamo``): 0.8 s and ~700 modules, with
-    reference cycles that hold the frames it ran in. It used to run inside the first profile's
-    memory run, in the user's forward: those frames kept the forward's locals alive until the
-    collector ran, which the memory run pauses, so a 2-layer MLP updated by hand held its
-    hidden layer and logits (65 KiB) through the update, its peak; its "other" read −65 KiB
-    beside a warning, in the first ``%skyline`` of every kernel only, and that profile's cost
-    and sampling budget carried the 0.8 s."""
+    (torch wraps every mode's dispatch in ``_disable_dynamo``; building a ``torch.optim``
+    optimizer imports it too): 0.8 s and ~700 modules, with reference cycles that hold the frames
+    it ran in. It ran inside the first profile: in level 1, where the iteration provider built
+    its optimizer (the stock examples' first profiles counted 1.06–1.32 s of stages against
+    0.13–0.37 s for the next, so their samples were budgeted on that); without an optimizer, in
+    the memory run, inside the user's forward, where those frames kept the forward's locals
+    alive while the collector was paused: a 2-layer MLP updated by hand held its hidden layer
+    and logits (65 KiB) through the update, its peak, and "other" read −65 KiB beside a warning
+    (BENCHMARKS.md, session 34)."""
     with _Noop():
         torch.zeros(1).add_(1)
 

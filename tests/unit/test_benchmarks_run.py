@@ -29,6 +29,7 @@ RUNS = {
     "peak_memory": (["--models", "mlp", "--batches", "16"], "| mlp | 16 |"),
     "stage_cost": (["--device", "cpu", "--models", "mlp:16", "--repeats", "1", "--scale",
                     "stock", "--threads", "1"], "mlp(stock)@16 on cpu"),
+    "first_profile": (["--models", "mlp", "--rounds", "1"], "| mlp | 16 |"),
     "floor_ab": (["--rounds", "1", "--", "--models", "mlp", "--starts", "8", "--repeats", "1",
                   "--scale", "stock", "--held-out", "1.5"], "| mlp | stock | 8 |"),
 }
