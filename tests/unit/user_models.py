@@ -1,10 +1,10 @@
 """Training steps as deep-learning engineers write them, which stress a profiler in ways the
 example models do not: sparse tensors, RNNs over packed sequences, ``torch.func`` transforms,
 two optimizers and a double backward, frozen layers, closures run by the optimizer, complex
-numbers, parametrized and lazy layers, an update written by hand, TorchScript, activation
-checkpointing, the user's own saved-tensor hooks. Each ``NAME()`` returns the three
-providers; ``ALL`` names them for the tests (``test_profiler_unusual_tensors.py``) and
-``benchmarks/user_steps.py``.
+numbers, parametrized and lazy layers, activation checkpointing, the user's own saved-tensor
+hooks; and (``written_steps.py``) an update by hand, two heads, TorchScript. Each ``NAME()``
+returns the three providers; ``ALL`` names them for the tests
+(``test_profiler_unusual_tensors.py``) and ``benchmarks/user_steps.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
+from written_steps import scripted, two_heads, updated_by_hand
 
 Providers = tuple[Callable, Callable, Callable]
 VOCAB, DIM, WORDS = 5000, 32, 20
@@ -279,40 +280,6 @@ def lbfgs_closure() -> Providers:
     return model, inputs, iteration_of
 
 
-def updated_by_hand() -> Providers:
-    """No optimizer object: the update written out under ``no_grad``, as PyTorch's own tutorials
-    do ("What is torch.nn really?"), with a temporary per parameter."""
-    def model() -> nn.Module:
-        return nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10))
-
-    def inputs(batch_size: int = 32) -> tuple:
-        return torch.randn(batch_size, 128), torch.randint(0, 10, (batch_size,))
-
-    def iteration_of(net: nn.Module) -> Callable:
-        def iteration(x, y):
-            for p in net.parameters():
-                p.grad = None
-            F.cross_entropy(net(x), y).backward()
-            with torch.no_grad():
-                for p in net.parameters():
-                    p -= 0.1 * p.grad
-        return iteration
-    return model, inputs, iteration_of
-
-
-def scripted() -> Providers:
-    """A TorchScript model (``torch.jit.script``), which is trained from a copy."""
-    def model() -> nn.Module:
-        return torch.jit.script(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)))
-
-    def inputs(batch_size: int = 32) -> tuple:
-        return torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
-
-    def iteration_of(net: nn.Module) -> Callable:
-        return _step(net, torch.optim.SGD(net.parameters(), lr=0.1), _classify)
-    return model, inputs, iteration_of
-
-
 class Spectral(nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -383,6 +350,6 @@ ALL: dict[str, Callable[[], Providers]] = {
     f.__name__: f for f in (
         sparse_embedding, sparse_input, packed_gru, per_sample_gradients,
         wgan_gradient_penalty, frozen_finetune, channels_last_augmented,
-        parametrized_and_lazy, lbfgs_closure, updated_by_hand, scripted, complex_fft,
-        checkpointed, saved_on_cpu)
+        parametrized_and_lazy, lbfgs_closure, updated_by_hand, two_heads, scripted,
+        complex_fft, checkpointed, saved_on_cpu)
 }
