@@ -2,9 +2,10 @@
 # Every CUDA row of BENCHMARKS.md in one command, for a lent GPU whose time is short: the CUDA
 # tests (the examples, users' steps and Hugging Face models on CUDA), the performance curves'
 # accuracy (issue 15's GPU acceptance), memory by phase, memory at the peak, where a profile's
-# seconds go (stage_cost.py), whether the headline is what a training loop runs at
-# (cuda_headline.py, against the same loop pipelined to one synchronize; cuda_launch_bound.py,
-# for a step the host's launches pace) and how short the held queue may be (cuda_hold.py).
+# seconds go (stage_cost.py; a process's first profile: first_profile.py), whether the headline
+# is what a training loop runs at (cuda_headline.py, against the same loop pipelined to one
+# synchronize; cuda_launch_bound.py, for a step the host's launches pace) and how short the held
+# queue may be (cuda_hold.py).
 # The parts run in that order, each with its own time limit and output file, within one
 # deadline (DEADLINE seconds, default 540: a device call may run 600): a part that would start
 # with under 20 s left is skipped and said, so a call cut short still leaves what ran.
@@ -48,6 +49,8 @@ part 120 stage_cost.txt $py benchmarks/stage_cost.py --device cuda --models mlp:
   transformer:8 transformer:32 lstm:32 --repeats 3 --cprofile 15
 part 60 stage_cost.txt $py benchmarks/stage_cost.py --device cuda --scale bench \
   --models lstm:8 lstm:32 transformer:8 --repeats 3
+part 60 stage_cost.txt $py benchmarks/first_profile.py --device cuda --rounds 2 \
+  --models mlp lstm
 part 90 headline.txt $py benchmarks/cuda_headline.py --models mlp:8 transformer:8 lstm:8 \
   --rounds 4
 part 60 headline.txt $py benchmarks/cuda_launch_bound.py --rounds 8

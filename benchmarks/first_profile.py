@@ -11,6 +11,12 @@ held the forward's tensors ("other" −65 KiB on an MLP updated by hand), and th
 peaks' 0.25 s counted in the first profile's cost, which budgets its samples.
 
     PYTHONPATH=$PWD python benchmarks/first_profile.py --rounds 3 --models mlp cnn transformer lstm
+    PYTHONPATH=$PWD python3 benchmarks/first_profile.py --device cuda --rounds 2 --models mlp lstm
+
+On CUDA the memory run also sets how long the op timing holds the GPU's queue
+(``level2.reconciled_op_times``: a multiple of the memory run's host time), so a first profile
+whose step builds no optimizer, and so imported ``torch._dynamo`` in its memory run, held the
+queue for a multiple of 0.8 s in every op-timing run.
 """
 
 from __future__ import annotations
@@ -30,17 +36,17 @@ STAGES = {"memory": "measuring memory at the peak and what each op saves, then t
           "ops": "timing each op (run N)"}
 
 
-def child(name: str, batch: int) -> None:
+def child(name: str, batch: int, device: str) -> None:
     """Two profiles in this fresh process; one JSON line per profile."""
     from prediction_accuracy import providers
     from stage_cost import stage_costs
 
     from skyline_nb.categories import Category
 
-    provs, _ = providers(name, "cpu", "stock")
+    provs, _ = providers(name, device, "stock")
     for _ in range(2):
         began = time.perf_counter()
-        costs, staged_ms, report = stage_costs(provs, batch, "cpu")
+        costs, staged_ms, report = stage_costs(provs, batch, device)
         whole_ms = 1000 * (time.perf_counter() - began)
         print(json.dumps({
             "memory_ms": costs.get(STAGES["memory"], 0.0), "ops_ms": costs.get(STAGES["ops"], 0.0),
@@ -54,18 +60,21 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn", "transformer", "lstm"])
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
     parser.add_argument("--child", nargs=2, metavar=("MODEL", "BATCH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]))
+        child(args.child[0], int(args.child[1]), args.device)
         return
+    print(f"# {' '.join(sys.argv)}")
     print("| model | batch | memory run ms 1st / 2nd | op timing ms 1st / 2nd | counted ms "
           "1st / 2nd | outside the stages s 1st / 2nd | other B 1st / 2nd | samples alike |")
     print("|---|---|---|---|---|---|---|---|")
     for name in args.models:
         runs = []
         for _ in range(args.rounds):
-            done = subprocess.run([sys.executable, __file__, "--child", name, str(args.batch)],
+            done = subprocess.run([sys.executable, __file__, "--child", name, str(args.batch),
+                                   "--device", args.device],
                                   capture_output=True, text=True, check=True)
             runs.append([json.loads(line) for line in done.stdout.splitlines()[-2:]])
 
