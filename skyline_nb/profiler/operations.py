@@ -103,7 +103,8 @@ class OperationTracker:
         self.module_names: dict[int, str] = {
             id(m): user_path(name) for name, m in model.named_modules(remove_duplicate=True)
         }
-        self.param_names: dict[int, str] = {id(p): name for name, p in unique_parameters(model)}
+        named = unique_parameters(model)
+        self.param_names: dict[int, str] = {id(p): name for name, p in named}
         self.extra_modules: dict[int, tuple[str, str]] = {}  # id -> (path, class name)
         self.module_frames: dict[str, list[Frame]] = {}
         self.module_order: list[str] = []
@@ -118,7 +119,7 @@ class OperationTracker:
         self._timers: list[tuple[OpRecord, bool, Timer | int]] = []
         self.host_clock = device.kind == "cpu"
         self._stack: list[str] = []
-        self._parameters = [p for _, p in unique_parameters(model)]
+        self._parameters = [p for _, p in named]
         self._steps = OptimizerSteps(self._parameters)
         self._handles: list[Any] = []
         self._mode: OpMode | None = None

@@ -20,6 +20,7 @@ import re
 import pytest
 from conftest import ARTIFACTS
 from playwright.sync_api import expect
+from test_cell_edit import _part
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
 
@@ -49,10 +50,6 @@ def skyline_iteration_provider(model):
 
     return iteration'''
 CELLS = {"providers": PROVIDERS, "profile": "%load_ext skyline_nb\n%skyline --no-predict"}
-
-
-def _part(widget, name: str):
-    return widget.locator(f'[data-skyline="{name}"]')
 
 
 @pytest.mark.parametrize("frontend", ["lab"])
