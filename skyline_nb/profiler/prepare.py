@@ -45,7 +45,7 @@ def prepare(
     ``profile``)."""
     dev = resolve_device(device, memory_budget)
     root = Path(project_root) if project_root is not None else default_project_root(
-        model_provider, cells)
+        model_provider, input_provider, iteration_provider, cells=cells)
     user_code = UserCode(root, cells)
     providers = load_providers(model_provider, input_provider, iteration_provider, user_code)
     size = batch_size if batch_size is not None else providers.default_batch_size

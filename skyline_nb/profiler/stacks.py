@@ -203,9 +203,11 @@ class UserCode:
         return result
 
 
-def default_project_root(function: object, cells: CellLookup | None = None) -> Path:
-    """The folder of the file defining ``function``; the working folder for cells/other code."""
-    code = getattr(function, "__code__", None)
+def default_project_root(*providers: object, cells: CellLookup | None = None) -> Path:
+    """The folder of the file defining the first of ``providers`` that is a function (a model
+    provider may be a class: the input provider's file then says where the project is); the
+    working folder when that function is a notebook cell's or no file defines it."""
+    code = next((c for c in (getattr(f, "__code__", None) for f in providers) if c), None)
     if code is not None and (cells is None or cells(code.co_filename) is None):
         path = Path(code.co_filename)
         if path.is_file():
