@@ -88,8 +88,9 @@ def profile(
     ``batch_size=None`` uses the input provider's default; ``device=None`` means CUDA when
     available, else CPU; ``memory_budget`` (bytes) caps the capacity used for predictions and,
     on CPU, makes an iteration needing more fail like an out-of-memory. ``project_root`` decides
-    which files count as the user's code (default: the model provider's folder, or the working
-    folder for notebook cells); ``cells`` tells which code files are notebook cells (the
+    which files count as the user's code (default: the folder of the model provider's file, or
+    of the input provider's where the model provider is a class; the working folder for
+    notebook cells); ``cells`` tells which code files are notebook cells (the
     notebook side passes ``cells.lookup``; None: there are none); ``progress`` is called as
     each stage starts (``progress.py``).
     """
