@@ -164,7 +164,8 @@ def sample_curve(
         return spent_ms, max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
 
     opening = (_opening(peak_at, user, user_peak, user_ms, budget_ms, timed_ms, pace, found,
-                        oom_errors) if skip_double and user > 1 and user_ms >= CHEAP_MS else None)
+                        oom_errors, tolerance)
+               if skip_double and user > 1 and user_ms >= CHEAP_MS else None)
     if opening is not None:
         half, multiples, unspent_ms = opening
         budget_ms -= unspent_ms
@@ -243,18 +244,21 @@ def _first_sizes(peak_at: Callable[[int], int], found: Samples, user: int, user_
 def _opening(peak_at: Callable[[int], int], user: int, user_peak: int, user_ms: float,
              budget_ms: float, timed_ms: Callable[[float], float],
              pace: Callable[[], tuple[float, float]], found: Samples,
-             oom_errors: tuple[type[BaseException], ...]
+             oom_errors: tuple[type[BaseException], ...], tolerance: float
              ) -> tuple[dict[int, int], tuple[int, ...], float] | None:
-    """½×, then 4× where the budget would have afforded 2× and then 4× (``sample_curve``'s
-    test after 2×, 2× at its estimate), else 2×: the sizes measured with their peaks, the
-    multiple next and the budget 2× would have spent (what comes after 4× gets no more); None
-    where ½× raised or ran out of memory (the plan opens with 2×, the refusal kept). With 4×,
-    2× changes no prediction (38 of 42 profiles within 1 point at 1.5–8×) and costs 6–8 of
-    the user's iterations (BENCHMARKS.md, session 35)."""
+    """½×, then 4× where the time did not grow clearly to the user's batch (as after a 2× that
+    did not) or where the budget would have afforded 2× and then 4× (``sample_curve``'s test
+    after 2×, 2× at its estimate), else 2×: the sizes measured with their peaks, the multiple
+    next and the budget 2× would have spent (what comes after 4× gets no more); None where ½×
+    raised or ran out of memory (the plan opens with 2×, the refusal kept). With 4×, 2×
+    changes no prediction (38 of 42 profiles within 1 point at 1.5–8×) and costs 6–8 of the
+    user's iterations (BENCHMARKS.md, session 35)."""
     try:
         half = {user: user_peak, user // 2: peak_at(user // 2)}
     except (SizeFailed, *oom_errors):
         return None
+    if not _grows(half, found.times, user, tolerance):
+        return half, FAR, 0.0
     spent_ms, over = pace()
     double_ms = line_ms(found.times, user, 2 * user)
     double_cost = over * cost_at(user_ms, double_ms, timed_ms)

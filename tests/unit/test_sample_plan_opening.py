@@ -66,3 +66,12 @@ def test_a_refused_half_opens_with_2x_and_keeps_the_refusal() -> None:
     assert machine.calls[:3] == [4, 16, 32]
     assert [r.batch_size for r in found.refused] == [4] and min(found.peaks) == 8
     assert models.can_manipulate and models.fails_below == 4
+
+
+def test_a_time_that_barely_grows_goes_to_4x_whatever_the_budget() -> None:
+    """As after a 2× that did not grow clearly: a slope that small needs the wider range to
+    show above the noise (an LSTM at batch 4 and one thread measured ½×, 1×, 2× only)."""
+    machine = Machine(lambda n: 10.0 + 0.01 * n)
+    found, _ = sample(machine, 8, budget_ms=50.0, reach=8, skip_double=True)
+    assert machine.calls[:2] == [4, 32] and 16 not in machine.calls
+    assert sorted(found.peaks)[:3] == [4, 8, 32]
