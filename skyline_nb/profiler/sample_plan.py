@@ -5,7 +5,7 @@ from the user's batch to 2× (beyond twice the tolerance: a slope that three clo
 resolve), else 4× (a time that barely grows needs a wider range to show its slope, and a flat
 one is looked at further anyway); ``choose_sizes`` backs off when memory is short. Where the
 caller asks (``skip_double``: a CPU) and iterations are not cheap, ½× first, then 4× instead of
-2× where the budget would afford both (``_opening``). Then more only where the samples ask for
+2× where the budget would afford both or the time did not grow clearly (``_opening``). Then more only where the samples ask for
 it and the time budget allows:
 
 - while the time stays flat (launch-bound: the host, not the device, sets the pace), double the
