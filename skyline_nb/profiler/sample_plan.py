@@ -3,10 +3,8 @@
 Geometric spacing, cheapest first: 2× the user's batch, then ½× when the time grew clearly
 from the user's batch to 2× (beyond twice the tolerance: a slope that three close points
 resolve), else 4× (a time that barely grows needs a wider range to show its slope, and a flat
-one is looked at further anyway); ``choose_sizes`` backs off when memory is short. Where the
-caller asks (``skip_double``: a CPU) and iterations are not cheap, ½× first, then 4× instead of
-2× where the budget would afford both or the time did not grow clearly (``_opening``). Then more only where the samples ask for
-it and the time budget allows:
+one is looked at further anyway); ``choose_sizes`` backs off when memory is short. Then more
+only where the samples ask for it and the time budget allows:
 
 - while the time stays flat (launch-bound: the host, not the device, sets the pace), double the
   largest size, up to ``FLAT_REACH``× the user's batch as memory allows: a curve that is flat
@@ -26,7 +24,8 @@ it and the time budget allows:
   (under ``CHEAP_MS``), ¼×: the drag reaches 8× the largest sample, and memory extrapolated
   from samples that end at 2× missed a phase's slope change beyond them (an H100
   Transformer from 32: 16, 32 and 64 measured, memory 1.17 % low on average and 2.05 % at
-  16×; BENCHMARKS.md, session 15);
+  16×; BENCHMARKS.md, session 15). Where the time grew clearly at 2× (the third size was ½×)
+  on a CPU the budget rarely allows it: 4× costs about 19 of the user's iterations;
 - then, up to ``reach``× the user's batch (the caller's: 16× on a GPU), twice the largest
   size: a GPU's cheap iterations afford it, and a curve measured to 4× missed how the time
   grows beyond (an H100's MLP from 32, measured to 128: 13.7 % low at 384, 7.7 % on average
@@ -86,7 +85,6 @@ from functools import partial
 from skyline_nb.models.curve import FLAT, Curve
 from skyline_nb.models.curve import fit_time as fit_curve
 from skyline_nb.models.trust import fit_time
-from skyline_nb.profiler.sample_cost import cost_at, expected_ms, line_ms
 from skyline_nb.profiler.sampling import Refusal, SizeFailed, choose_sizes, memory_max
 
 FIRST = (2,)
@@ -131,7 +129,6 @@ def sample_curve(
     retime: Callable[[int, float | None], float] | None = None,
     reach: int = 4,
     between: bool = False,
-    skip_double: bool = False,
 ) -> Samples:
     """Measure 2× and ½× the user's batch, then extend as the module says; never raises for
     an out-of-memory (``oom_errors``), which ends the extension. ``timed_ms(t)``: what timing
@@ -139,12 +136,10 @@ def sample_curve(
     ``retime(n, expected)``: n's time after more iterations there, ``expected`` the time the
     other sizes' curve says (None: samples are never timed again); ``reach``: the multiple of
     the user's batch the samples may extend to beyond 4× where the budget allows; ``between``:
-    whether sizes halfway between measured powers of two follow once the range is measured;
-    ``skip_double``: ½× first where iterations are not cheap, then 4× instead of 2× where the
-    budget would have afforded both (``_opening``)."""
+    whether sizes halfway between measured powers of two follow once the range is measured."""
     found = Samples({user: user_peak}, {user: user_ms})
     start = time.perf_counter()
-    estimated = 0.0  # what the sizes measured so far were expected to cost (``cost_at``)
+    estimated = 0.0  # what the sizes measured so far were expected to cost (``_cost_at``)
 
     def peak_at(n: int) -> int:
         nonlocal estimated
@@ -154,34 +149,29 @@ def sample_curve(
             found.refused.append(exc.refusal)
             raise
         found.times[n] = ms / found.base
-        estimated += cost_at(user_ms, ms, timed_ms)
+        estimated += _cost_at(user_ms, ms, timed_ms)
         return peak
 
-    def pace() -> tuple[float, float]:
-        """ms spent so far, and what the sizes so far really cost over their estimates (≥ 1):
-        every size is expected at that."""
-        spent_ms = 1000.0 * (time.perf_counter() - start)
-        return spent_ms, max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
-
-    opening = (_opening(peak_at, user, user_peak, user_ms, budget_ms, timed_ms, pace, found,
-                        oom_errors, tolerance)
-               if skip_double and user > 1 and user_ms >= CHEAP_MS else None)
-    if opening is not None:
-        half, multiples, unspent_ms = opening
-        budget_ms -= unspent_ms
+    first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
+                            multiples=FIRST, max_points=2)
+    # ½× when 2× grew; where there is none (batch 1: its profile once stopped at 1 and 2) or
+    # the user's code refuses it (an even batch, batch norm at 1): 4×
+    halves = user > 1 and _grows(first, found.times, user, tolerance)
+    for third in (HALF, FAR) if halves else (FAR,):
         found.peaks, found.reason = choose_sizes(
-            peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
-            multiples=multiples, known=half, refused=list(found.refused))
-    else:
-        _first_sizes(peak_at, found, user, user_peak, capacity_bytes, oom_errors, tolerance)
+            peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
+            known=first, refused=list(found.refused))
+        if found.reason is None or not found.refused:
+            break
     retimed: set[int] = set()
     while found.reason is None:
-        spent_ms, over = pace()
+        spent_ms = 1000.0 * (time.perf_counter() - start)
         sizes = sorted(found.peaks)
         curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
         # every size at what the sizes so far really cost over their estimates, halves within
         # the budget itself (the module's docstring)
+        over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
         halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
                    if between else None)
         target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway)
@@ -222,50 +212,6 @@ def sample_curve(
     found.times = {n: found.times[n] for n in found.peaks}
     found.peaks = dict(sorted(found.peaks.items()))
     return found
-
-
-def _first_sizes(peak_at: Callable[[int], int], found: Samples, user: int, user_peak: int,
-                 capacity_bytes: int, oom_errors: tuple[type[BaseException], ...],
-                 tolerance: float) -> None:
-    """2×, then ½× where 2× grew, else 4× (the module's docstring), into ``found``."""
-    first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
-                            multiples=FIRST, max_points=2)
-    # ½× when 2× grew; where there is none (batch 1: its profile once stopped at 1 and 2) or
-    # the user's code refuses it (an even batch, batch norm at 1): 4×
-    halves = user > 1 and _grows(first, found.times, user, tolerance)
-    for third in (HALF, FAR) if halves else (FAR,):
-        found.peaks, found.reason = choose_sizes(
-            peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
-            known=first, refused=list(found.refused))
-        if found.reason is None or not found.refused:
-            break
-
-
-def _opening(peak_at: Callable[[int], int], user: int, user_peak: int, user_ms: float,
-             budget_ms: float, timed_ms: Callable[[float], float],
-             pace: Callable[[], tuple[float, float]], found: Samples,
-             oom_errors: tuple[type[BaseException], ...], tolerance: float
-             ) -> tuple[dict[int, int], tuple[int, ...], float] | None:
-    """½×, then 4× where the time did not grow clearly to the user's batch (as after a 2× that
-    did not) or where the budget would have afforded 2× and then 4× (``sample_curve``'s test
-    after 2×, 2× at its estimate), else 2×: the sizes measured with their peaks, the multiple
-    next and the budget 2× would have spent (what comes after 4× gets no more); None where ½×
-    raised or ran out of memory (the plan opens with 2×, the refusal kept). With 4×, 2×
-    changes no prediction (38 of 42 profiles within 1 point at 1.5–8×) and costs 6–8 of the
-    user's iterations (BENCHMARKS.md, session 35)."""
-    try:
-        half = {user: user_peak, user // 2: peak_at(user // 2)}
-    except (SizeFailed, *oom_errors):
-        return None
-    if not _grows(half, found.times, user, tolerance):
-        return half, FAR, 0.0
-    spent_ms, over = pace()
-    double_ms = line_ms(found.times, user, 2 * user)
-    double_cost = over * cost_at(user_ms, double_ms, timed_ms)
-    far_cost = over * cost_at(user_ms, 2 * double_ms, timed_ms)
-    if spent_ms + double_cost + far_cost <= budget_ms:
-        return half, FAR, double_cost
-    return half, FIRST, 0.0
 
 
 def _grows(peaks: dict[int, int], times: dict[int, float], user: int,
@@ -366,8 +312,27 @@ def _affordable(found: Samples, user_ms: float, timed_ms: Callable[[float], floa
 
 def _cost(found: Samples, user_ms: float, size: int,
           timed_ms: Callable[[float], float]) -> float:
-    """What measuring ``size`` is expected to take (``cost_at``), at ``expected_ms``."""
-    return cost_at(user_ms, expected_ms(found.times, size), timed_ms)
+    """What measuring ``size`` is expected to take (``_cost_at``), at ``expected_ms``."""
+    return _cost_at(user_ms, expected_ms(found.times, size), timed_ms)
+
+
+def expected_ms(times: dict[int, float], size: int) -> float:
+    """An iteration at ``size`` as expected before it is measured: the time of the nearest
+    measured size (``times``: ms by batch size), scaled by the batch above it."""
+    near = min(times, key=lambda n: abs(n - size))
+    return times[near] * max(1.0, size / near)
+
+
+def _cost_at(user_ms: float, at_ms: float, timed_ms: Callable[[float], float]) -> float:
+    """What measuring a size of ``at_ms`` iterations is expected to take: the peak's window
+    and the timed iterations (``timed_ms``)."""
+    return peak_window_ms(user_ms, at_ms) + timed_ms(at_ms)
+
+
+def peak_window_ms(user_ms: float, at_ms: float) -> float:
+    """The peak's window at a size of ``at_ms`` iterations, before its timed ones: an iteration
+    on the user's inputs and one tracked at the size, about 1.5× its time."""
+    return user_ms + 1.5 * at_ms
 
 
 def _fits(target: int, peaks: dict[int, int], capacity: int) -> int | None:

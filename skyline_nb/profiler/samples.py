@@ -23,8 +23,7 @@ from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.progress import Reporter, covers
-from skyline_nb.profiler.sample_cost import expected_ms, peak_window_ms
-from skyline_nb.profiler.sample_plan import sample_curve
+from skyline_nb.profiler.sample_plan import expected_ms, peak_window_ms, sample_curve
 from skyline_nb.profiler.sampling import Refusal, SizeFailed, fails_above, fails_below
 from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
@@ -50,7 +49,6 @@ class SamplingPolicy:
     budget: int | None
     reach: int
     between: bool = False  # sizes halfway between powers of two once the range is measured
-    skip_double: bool = False  # ½× first, then 4× instead of 2× where both would fit
 
 
 # A CPU: samples timed as ``timing.SAMPLE`` says; 13 of the user's iterations, so that with
@@ -60,9 +58,8 @@ class SamplingPolicy:
 # needs (in a notebook whose browser shares the cores, its curve is refused without a wide
 # range: ``sample_plan``), and which takes it to 8×: at 2 threads its time per sample falls
 # beyond 4×, and a curve through samples to 4× read 8–20 % high at 6–8× (BENCHMARKS.md,
-# session 30). Where it would afford 2× and 4× after ½×, 4× comes without 2×, which cost 6–8 of
-# the user's iterations there and changed no prediction (session 35).
-CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 8, skip_double=True)
+# session 30).
+CPU_SAMPLING = SamplingPolicy(SAMPLE, 13, 8)
 # A GPU: iterations of a few ms cost little to time as well as the headline (10 ms samples gave
 # 5.7–61 % errors on an H100 where 25 ms gave 1.8–5.9 %); the rest of a profile takes 50–580 of
 # the user's iterations there (op timing, the memory run, building the trial: stage_cost.py on
@@ -143,8 +140,7 @@ def sample_sizes(
         budget_ms=sampling_budget_ms(policy, first.iteration_ms,
                                      1000.0 * reporter.profile_s()),
         timed_ms=lambda ms: precision.quiet_ms(ms, dev.min_chunk),
-        retime=retime, reach=policy.reach, between=policy.between,
-        skip_double=policy.skip_double)
+        retime=retime, reach=policy.reach, between=policy.between)
     # each size over the headline as the plan holds it (scaled where it rebased)
     chosen = [replace(timings[n], ratio=found.times[n] / first.iteration_ms)
               for n in found.peaks if n != user]

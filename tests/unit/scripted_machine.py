@@ -53,13 +53,13 @@ class Machine:
 def sample(machine: Machine, user: int, capacity: int = 1 << 40, budget_ms: float = 1e9,
            tolerance: float = 0.03,
            retime: Callable[[int, float | None], float] | None = None,
-           timed_ms: Callable[[float], float] = cpu_timed, reach: int = 4, between: bool = False,
-           skip_double: bool = False) -> tuple[Samples, PerformanceModels]:
+           timed_ms: Callable[[float], float] = cpu_timed, reach: int = 4, between: bool = False
+           ) -> tuple[Samples, PerformanceModels]:
     """The sizes ``sample_curve`` chooses on ``machine`` from ``user``, and their curves."""
     found = sample_curve(machine, user, machine.peak(user), machine.time(user), capacity,
                          oom_errors=(FakeOutOfMemory,), tolerance=tolerance,
                          budget_ms=budget_ms, timed_ms=timed_ms, retime=retime, reach=reach,
-                         between=between, skip_double=skip_double)
+                         between=between)
     sizes = sorted(found.peaks)
     models = PerformanceModels.from_samples(
         sizes, [found.times[n] for n in sizes], [found.peaks[n] for n in sizes], capacity,
