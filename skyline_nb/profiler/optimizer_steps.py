@@ -66,16 +66,15 @@ class OptimizerSteps:
         then runs with grad on too); outside every step, one written by hand (module doc);
         ``in_module``: a module's forward is running."""
         if not self._differentiable:
-            if in_module:  # most ops: no look at their arguments
-                self._grads = None
-                return False
-            return self._by_hand(tensors_in(inputs), out)
+            return self._by_hand(inputs, out, in_module)
         if self._differentiable[-1] or not torch.is_grad_enabled():
             return True
         return not any(t.requires_grad for t in tensors_in(inputs))
 
-    def _by_hand(self, tensors: list[torch.Tensor], out: Any) -> bool:
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+    def _by_hand(self, inputs: Any, out: Any, in_module: bool) -> bool:
+        # most ops run inside a module's forward: decided without flattening their arguments
+        tensors = None if in_module else tensors_in(inputs)
+        if tensors is None or (torch.is_grad_enabled() and any(t.requires_grad for t in tensors)):
             self._grads = None  # the update is over (or not begun): gradients may change
             return False
         if not any(self._made_here(t) for t in tensors):

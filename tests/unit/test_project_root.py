@@ -5,7 +5,6 @@ own to locate) and the profile runs from another working folder."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -54,8 +53,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    yield folder, module
-    sys.modules.pop("user_net_for_root", None)
+    return folder, module
 
 
 def test_a_class_as_model_provider_takes_the_folder_of_the_next_provider(project):
