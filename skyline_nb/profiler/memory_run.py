@@ -18,7 +18,6 @@ from typing import Any
 
 from skyline_nb.categories import Categories, Category
 from skyline_nb.export.units import format_bytes
-from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.flops import FlopTracker
@@ -76,8 +75,7 @@ def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inp
     saved = SavedTensorTracker(fixed, ops.current_op, ops.op_of_node)
 
     def where() -> tuple[int, str, str] | None:
-        node = tp.current_autograd_node()
-        index = ops.op_of_node(node) if node is not None else ops.current_op()
+        index = ops.op_now()
         if index is None:
             return None
         record = ops.records[index]

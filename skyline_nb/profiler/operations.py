@@ -14,6 +14,13 @@ lazily, at the next dispatch. AccumulateGrad nodes are linked to their parameter
 Module paths come from global forward hooks, one record per module INSTANCE: ``blocks.0`` and
 ``blocks.1`` stay separate even though the loop body is the same line (Skyline merged them).
 
+Activation checkpointing runs a block's forward again inside backward (reentrant: in its own
+node's backward, then a nested backward through the re-run; non-reentrant: at the first unpack of
+a dropped tensor). A module entered while an autograd node runs is such a re-run: the k-th op of
+a name in it is charged, as backward time, to the k-th forward record of that name in that
+module, and the nodes it creates link there. Without this a reentrant block's re-run went to its
+output's op and its nested backward to root-level node names (BENCHMARKS.md, session 36).
+
 Known limitations: ops run by C++ extensions that bypass the dispatcher are invisible; backward
 nodes created outside the tracked iteration (a retained graph) cannot be linked and are kept
 as root-level "unlinked" entries. On CUDA an op's event pair also spans its launch: when the
@@ -119,6 +126,10 @@ class OperationTracker:
         self._timers: list[tuple[OpRecord, bool, Timer | int]] = []
         self.host_clock = device.kind == "cpu"
         self._stack: list[str] = []
+        self._rerun: list[bool] = []  # per _stack entry: entered inside backward (a re-run)
+        self._forward_of: dict[tuple[str, str], list[OpRecord]] = {}  # (module, name): records
+        self._indexed = 0  # records already in _forward_of (filled at the first re-run)
+        self._reruns: dict[tuple[str, str], int] = {}
         self._parameters = [p for _, p in named]
         self._steps = OptimizerSteps(self._parameters)
         self._handles: list[Any] = []
@@ -154,10 +165,12 @@ class OperationTracker:
             self.module_frames[path] = self.user_code.capture()
             self.module_order.append(path)
         self._stack.append(path)
+        self._rerun.append(tp.current_autograd_node() is not None)
 
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
         if self._stack:
             self._stack.pop()
+            self._rerun.pop()
 
     def _step_pre(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         self._steps.enter(optimizer)
@@ -188,11 +201,21 @@ class OperationTracker:
     def current_op(self) -> int | None:
         return self._last_forward
 
+    def op_now(self) -> int | None:
+        """The forward op running now, or whose backward (or re-run: checkpointing) runs now."""
+        node = tp.current_autograd_node()
+        if node is None or (self._rerun and self._rerun[-1]):
+            return self._last_forward
+        return self.op_of_node(node)
+
     def record(self, func: Any, node: Any, out: Any, timer: Timer | int, inputs: Any) -> None:
         """An op that ran (``inputs``: its arguments), timed by ``timer``; ``node``: the
         autograd node running it in backward, else None."""
         if node is not None:
-            self._record_backward(func, node, timer)
+            if self._rerun and self._rerun[-1]:
+                self._record_rerun(func, out, timer)
+            else:
+                self._record_backward(func, node, timer)
             return
         phase = OPTIMIZER if self._steps.runs_update(inputs, out, bool(self._stack)) else FORWARD
         module = OPTIMIZER_PATH if phase == OPTIMIZER else (self._stack[-1] if self._stack else "")
@@ -213,6 +236,25 @@ class OperationTracker:
             leaves = tensors_in(out)
             if leaves:
                 self.pending.append((record.index, weakref.ref(leaves[0])))
+
+    def _record_rerun(self, func: Any, out: Any, timer: Timer | int) -> None:
+        """A forward op that checkpointing runs again inside backward (the module docstring)."""
+        for record in self.records[self._indexed:]:
+            if record.phase == FORWARD:
+                self._forward_of.setdefault((record.module, record.name), []).append(record)
+        self._indexed = len(self.records)
+        key = (self._stack[-1], func.overloadpacket.__name__)
+        k = self._reruns.get(key, 0)
+        self._reruns[key] = k + 1
+        ran = self._forward_of.get(key, [])
+        record = ran[k] if k < len(ran) else self._aggregate((key[0], f"rerun:{key[1]}"),
+                                                             key[1], key[0])
+        self.charged = record
+        self._last_forward = record.index
+        self._timers.append((record, True, timer))
+        leaves = tensors_in(out)
+        if leaves:  # a reentrant re-run's nodes run in a nested backward: link them here
+            self.pending.append((record.index, weakref.ref(leaves[0])))
 
     def _record_backward(self, func: Any, node: Any, timer: Timer | int) -> None:
         self.charged = self._backward_record(node)
@@ -286,6 +328,7 @@ class OperationTracker:
                 (time.perf_counter_ns() - self._started) / 1e6)
             self.resolve_pending()
             self._stack.clear()
+            self._rerun.clear()
             self._steps = OptimizerSteps(self._parameters)
 
     def _release(self) -> None:

@@ -216,9 +216,15 @@ def _fresh_model(providers: Providers, device: Device) -> nn.Module:
 def _copy(model: nn.Module) -> nn.Module:
     """A copy that trains as the original does. Copied under grad, a TorchScript module's
     parameters come out as clones, not leaves ("can't optimize a non-leaf Tensor" when the
-    iteration provider built its optimizer); under no_grad they lose ``requires_grad``."""
+    iteration provider built its optimizer); under no_grad they lose ``requires_grad``.
+    A tensor a module computes from its parameters (pruning's ``weight``, and the old
+    ``weight_norm``'s, which a forward pre-hook recomputes) is no graph leaf, which deepcopy
+    refuses: it is copied detached, and the hook computes it again at the next forward. Its
+    graph also holds the parameter, so a fresh pruned model looks held (``user_holds``)."""
+    computed = {id(t): t.detach().clone() for m in model.modules() for t in vars(m).values()
+                if isinstance(t, torch.Tensor) and not t.is_leaf}
     with torch.no_grad():
-        copied = copy.deepcopy(model)
+        copied = copy.deepcopy(model, computed)
     for mine, theirs in zip(copied.parameters(), model.parameters(), strict=True):
         mine.requires_grad_(theirs.requires_grad)
     return copied

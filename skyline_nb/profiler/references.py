@@ -12,7 +12,9 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from torch import nn
+from torch import Tensor, nn
+
+from skyline_nb.profiler import torch_private as tp
 
 
 def user_holds(model: nn.Module) -> bool:
@@ -42,10 +44,32 @@ def _referenced(model: nn.Module, collect: bool = False) -> bool:
     appearances.update(
         id(w) for x in items for w in (getattr(x, "_flat_weights", None) or [])
     )
+    graphs = {id(p) for m in items for p in _computed_from(m)}
     # per appearance: a parent's dict entry + an `items` entry; + `item` + the call's argument;
-    # + what a module holds of itself (hooks, a parametrization's closures)
+    # + what a module holds of itself (hooks, a parametrization's closures); + one where a
+    # tensor the module computed holds it in its graph
     return any(sys.getrefcount(item) > 2 * appearances[id(item)] + 2 + _own_references(item)
-               for item in items)
+               + (id(item) in graphs) for item in items)
+
+
+def _computed_from(item: Any) -> Iterator[Any]:
+    """The parameters whose graph a module's computed tensor holds: pruning's ``weight``
+    (``weight_orig`` times a mask, recomputed by a forward pre-hook) keeps ``weight_orig`` in
+    its AccumulateGrad node, which torch counts as one more reference to it, so a fresh pruned
+    model looked held and was copied (its copy added 150 KiB of "other" to an MLP's peak)."""
+    if not isinstance(item, nn.Module):
+        return
+    nodes = [t.grad_fn for t in vars(item).values() if isinstance(t, Tensor) and t.grad_fn]
+    seen: set[int] = set()
+    while nodes:
+        node = nodes.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = tp.accumulated_variable(node)
+        if variable is not None:
+            yield variable
+        nodes.extend(next_node for next_node, _ in node.next_functions)
 
 
 def _own_references(item: Any) -> int:

@@ -21,10 +21,11 @@ import pytest
 import torch
 import user_models
 
-from skyline_nb.categories import Category
+from skyline_nb.categories import Category, NodeKind
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
 from skyline_nb.profiler.prepare import measure_iteration
+from skyline_nb.profiler.references import user_holds
 from skyline_nb.profiler.session import profile
 from skyline_nb.report_checks import impossible_values
 
@@ -63,7 +64,7 @@ def _consistent(report) -> None:
     assert explained == (other < -OTHER_ROUNDING * report.peak_bytes), report.warnings
 
 
-@pytest.mark.slow  # ~15 s: twelve profiles
+@pytest.mark.slow  # ~20 s: seventeen profiles
 @pytest.mark.parametrize("name", sorted(user_models.ALL))
 def test_each_user_model_is_profiled_with_every_invariant(name: str) -> None:
     report = profile(*user_models.ALL[name](), device="cpu", predict=False)
@@ -181,6 +182,26 @@ def test_a_torchscript_model_trains_from_a_copy_whose_parameters_are_leaves() ->
     assert all(w.grad_bytes == w.bytes for w in report.weights)
 
 
+@pytest.mark.parametrize("held", [False, True])
+def test_a_pruned_model_is_profiled_and_the_users_stays_as_it_was(held: bool) -> None:
+    """Pruning's ``weight`` is computed from ``weight_orig`` (no graph leaf, and its graph holds
+    ``weight_orig``): the fresh model looked held, and the copy raised "Only Tensors created
+    explicitly by the user (graph leaves) support the deepcopy protocol"."""
+    providers = user_models.pruned(held)
+    assert user_holds(providers[0]()) == held  # a fresh one is trained as it is, not copied
+    theirs = providers[0]()
+    before = {k: v.clone() for k, v in theirs.state_dict().items()}
+    report = profile(*providers, device="cpu", predict=False)
+    _consistent(report)
+    # the pruned layer trains weight_orig (128 x 512) and keeps its mask as a buffer
+    assert sum(w.bytes for w in report.weights) == 4 * (128 * 512 + 512 + 512 * 10 + 10)
+    assert report.categories[Category.BUFFERS] == 4 * 128 * 512
+    after = theirs.state_dict()
+    assert after.keys() == before.keys() and all(torch.equal(after[k], v)
+                                                 for k, v in before.items())
+    assert theirs[0]._forward_pre_hooks  # still pruned
+
+
 FIRST_PROFILE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
@@ -208,3 +229,24 @@ def test_the_first_profile_in_a_process_holds_no_forward_tensors_past_their_use(
     # weights, their gradients, the input and the first layer's update temporary: nothing else
     params = 4 * (128 * 512 + 512 + 512 * 10 + 10)
     assert result["peak"] >= 2 * params + 4 * 32 * 128 + 4 * 512 * 128
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_a_checkpointed_blocks_rerun_and_backward_are_its_own_ops(reentrant: bool) -> None:
+    """Checkpointing re-runs each block inside backward: that time, and the nested backward
+    through a reentrant re-run, belong to the block's ops. Before, a reentrant block's backward
+    stood at the root as ``AddmmBackward0``, ``GeluBackward0``, ... and its re-run went to the
+    block's last op, so its first Linear showed no backward at all."""
+    report = profile(*user_models.checkpointed(reentrant), device="cpu", predict=False)
+    _consistent(report)
+    stray = [n.name for n in report.tree.children if n.kind == NodeKind.OP
+             and n.name.endswith("Backward0")]
+    assert not stray
+    ops = [n for n in report.tree.walk() if n.kind == NodeKind.OP
+           and n.path.startswith("blocks.") and n.name in ("addmm", "gelu")]
+    assert len(ops) == 4 * 3
+    # every op of a block ran forward once and again inside backward, then its backward
+    assert all(n.backward_ms and n.backward_ms > 0 for n in ops), [
+        (n.path, n.backward_ms) for n in ops]
+    if report.peak_place is not None and report.peak_place.phase == "backward":
+        assert report.peak_place.module  # a re-run's or its backward's module, not the root

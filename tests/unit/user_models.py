@@ -305,8 +305,10 @@ def complex_fft() -> Providers:
     return Spectral, inputs, iteration_of
 
 
-def checkpointed() -> Providers:
-    """Activation checkpointing (non-reentrant: saved-tensor hooks of its own) per block."""
+def checkpointed(reentrant: bool = False) -> Providers:
+    """Activation checkpointing per block: non-reentrant (saved-tensor hooks of its own, the
+    block re-run at the first unpack) or reentrant (the block re-run inside its own node's
+    backward, then a nested backward through the re-run)."""
     from torch.utils.checkpoint import checkpoint
 
     class Net(nn.Module):
@@ -315,11 +317,13 @@ def checkpointed() -> Providers:
             self.blocks = nn.ModuleList(
                 nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256))
                 for _ in range(4))
+            self.stem = nn.Linear(256, 256)  # a reentrant block's input must require grad
             self.head = nn.Linear(256, 10)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x = self.stem(x)
             for block in self.blocks:
-                x = x + checkpoint(block, x, use_reentrant=False)
+                x = x + checkpoint(block, x, use_reentrant=reentrant)
             return self.head(x)
 
     def inputs(batch_size: int = 64) -> tuple:
@@ -328,6 +332,35 @@ def checkpointed() -> Providers:
     def iteration_of(net: nn.Module) -> Callable:
         return _step(net, torch.optim.SGD(net.parameters(), lr=0.01), _classify)
     return Net, inputs, iteration_of
+
+
+def checkpointed_reentrant() -> Providers:
+    """``checkpointed`` the older way (``use_reentrant=True``)."""
+    return checkpointed(reentrant=True)
+
+
+def pruned(held: bool = False) -> Providers:
+    """``torch.nn.utils.prune``: a forward pre-hook computes ``weight`` from ``weight_orig``
+    and a mask, so the module holds a tensor that is no graph leaf; ``held``: the provider
+    returns one model the user keeps."""
+    import torch.nn.utils.prune as prune
+
+    def build() -> nn.Module:
+        net = nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10))
+        prune.l1_unstructured(net[0], "weight", amount=0.5)
+        return net
+
+    kept = build() if held else None
+
+    def model() -> nn.Module:
+        return kept if kept is not None else build()
+
+    def inputs(batch_size: int = 64) -> tuple:
+        return torch.randn(batch_size, 128), torch.randint(0, 10, (batch_size,))
+
+    def iteration_of(net: nn.Module) -> Callable:
+        return _step(net, torch.optim.SGD(net.parameters(), lr=0.01), _classify)
+    return model, inputs, iteration_of
 
 
 def saved_on_cpu() -> Providers:
@@ -351,5 +384,5 @@ ALL: dict[str, Callable[[], Providers]] = {
         sparse_embedding, sparse_input, packed_gru, per_sample_gradients,
         wgan_gradient_penalty, frozen_finetune, channels_last_augmented,
         parametrized_and_lazy, lbfgs_closure, updated_by_hand, two_heads, scripted,
-        complex_fft, checkpointed, saved_on_cpu)
+        complex_fft, checkpointed, checkpointed_reentrant, pruned, saved_on_cpu)
 }
