@@ -196,10 +196,22 @@ def test_a_pruned_model_is_profiled_and_the_users_stays_as_it_was(held: bool) ->
     # the pruned layer trains weight_orig (128 x 512) and keeps its mask as a buffer
     assert sum(w.bytes for w in report.weights) == 4 * (128 * 512 + 512 + 512 * 10 + 10)
     assert report.categories[Category.BUFFERS] == 4 * 128 * 512
+    # building it (the mask: a top-k over the weights' magnitudes) took more than its steps do:
+    # that was the peak at 64 and below, 75 KiB of "other" here
+    assert abs(report.categories[Category.UNTRACKED]) <= OTHER_ROUNDING * report.peak_bytes
     after = theirs.state_dict()
     assert after.keys() == before.keys() and all(torch.equal(after[k], v)
                                                  for k, v in before.items())
     assert theirs[0]._forward_pre_hooks  # still pruned
+
+
+def test_a_models_building_is_not_its_steps_peak() -> None:
+    """The peak of a pruned MLP grows with the batch from the smallest: its construction's
+    moment (1.46 MB, more than its steps take up to batch 64) is not a step's."""
+    peaks = [measure_iteration(*user_models.pruned(), batch_size=n, device="cpu").peak_bytes
+             for n in (16, 64)]
+    # its peak is in backward, where the hidden activations are gone: what grows is the inputs
+    assert peaks[1] - peaks[0] == (64 - 16) * (4 * 128 + 8)
 
 
 FIRST_PROFILE = """
