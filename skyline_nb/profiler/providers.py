@@ -175,6 +175,7 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
             f"{type(iteration).__name__}; it must return the iteration function"
         )
     where = providers.where(iteration)
+    _check_arguments(providers, iteration, args, kwargs)
 
     def step(*a: Any, **k: Any) -> Any:
         try:
@@ -187,6 +188,29 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
             ) from exc
 
     return Trial(model, step, args, kwargs, tensors, where, iteration)
+
+
+def _check_arguments(providers: Providers, iteration: Callable[..., Any], args: tuple,
+                     kwargs: dict[str, Any]) -> None:
+    """Refuse, before any step, an iteration function that cannot take the inputs as they are
+    passed: each value of the input provider's tuple or list as one argument, a dict's items by
+    name. A step written for one ``batch`` beside a provider returning ``(x, y)`` otherwise
+    failed inside the user's code with "takes 1 positional argument but 2 were given", which
+    does not say which side to change. A function without a signature is not checked."""
+    try:
+        signature = inspect.signature(iteration)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        given = (f"{len(args)} value{'s' if len(args) != 1 else ''}" if not kwargs else
+                 f"a dict of {', '.join(map(repr, kwargs))}")
+        raise ProviderSignatureError(
+            f"the iteration {providers.where(iteration)} cannot take what the input provider "
+            f"{providers.where(providers.inputs)} returns ({given}): {exc}. Each value of a "
+            "returned tuple or list is passed as one argument and a dict's items by name; to "
+            "pass a whole batch as one argument, return it in a 1-tuple: (batch,)") from exc
 
 
 def _fresh_model(providers: Providers, device: Device) -> nn.Module:

@@ -102,8 +102,10 @@ def test_a_fresh_model_held_only_by_garbage_cycles_is_not_copied():
         made.append(weakref.ref(model))  # not a reference: the user holds nothing
         return model
 
-    providers = load_providers(cyclic_provider, lambda batch_size=2: torch.randn(batch_size, 4),
-                               iteration_provider, UserCode(HERE, None))
+    providers = load_providers(
+        cyclic_provider,
+        lambda batch_size=2: (torch.randn(batch_size, 4), torch.randint(0, 2, (batch_size,))),
+        iteration_provider, UserCode(HERE, None))
     enabled = gc.isenabled()
     gc.disable()  # as in level 1's memory window (``step_peak.gc_paused``)
     try:

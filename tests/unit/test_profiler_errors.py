@@ -80,6 +80,30 @@ def test_wrong_signatures_name_the_function_and_file():
         run(iteration=two_args)
 
 
+def test_a_step_that_cannot_take_the_inputs_says_which_side_to_change():
+    """A step written for one ``batch`` beside inputs returned as ``(x, y)``: refused before
+    any step runs, with how inputs are passed; it failed inside the user's step with "takes 1
+    positional argument but 2 were given"."""
+    def one_batch(model):
+        step = iteration_provider(model)
+        return lambda batch: step(*batch)
+
+    with pytest.raises(ProviderSignatureError, match=r"(?s)<lambda> .*cannot take what the "
+                       r"input provider input_provider .*returns \(2 values\).*\(batch,\)"):
+        run(iteration=one_batch)
+    # the same step beside a provider of one batch, and a step of *args, run
+    assert run(inputs=lambda batch_size=4: (input_provider(batch_size),),
+               iteration=one_batch).iteration_ms > 0
+
+    def by_name(model):
+        step = iteration_provider(model)
+        return lambda x, y: step(x, y)
+
+    with pytest.raises(ProviderSignatureError, match=r"a dict of 'x', 'target'"):
+        run(inputs=lambda batch_size=4: dict(zip(("x", "target"), input_provider(batch_size))),
+            iteration=by_name)
+
+
 def test_no_default_batch_size_needs_the_argument():
     def no_default(batch_size):
         return input_provider(batch_size)
