@@ -100,7 +100,8 @@ def test_a_step_that_cannot_take_the_inputs_says_which_side_to_change():
         return lambda x, y: step(x, y)
 
     with pytest.raises(ProviderSignatureError, match=r"a dict of 'x', 'target'"):
-        run(inputs=lambda batch_size=4: dict(zip(("x", "target"), input_provider(batch_size))),
+        run(inputs=lambda batch_size=4: dict(zip(("x", "target"), input_provider(batch_size),
+                                                 strict=True)),
             iteration=by_name)
 
 
