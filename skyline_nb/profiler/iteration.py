@@ -200,7 +200,7 @@ class WarmTrial:
         size that disagree are settled by the other sizes, not split (a GPU host's stall slowed
         a whole 30 ms block 3×, whose iterations would outvote a good block's as often as not)."""
         more = self._timed(self.inputs_for(earlier.batch_size), precision, untimed=1)
-        timing = Timing(earlier.timing.ms + more.ms, earlier.timing.waited + more.waited)
+        timing = earlier.timing.merged(more)
         merged = self._sample(earlier.batch_size, timing, precision)
         if expected is None or expected <= 0:
             return merged

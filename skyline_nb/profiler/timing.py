@@ -13,6 +13,15 @@ time are set aside while enough quiet ones come; a machine busy throughout (most
 waited) gets the median of everything, as a plain loop on that machine would. Where the counter
 is unknown (macOS, Windows) every chunk counts as quiet.
 
+The first iterations at a batch size the process has not run yet still fault new memory in
+after the one that measured its peak (the heap settles over two or three: the example LSTM at
+twice its batch faulted 645, 216, 28, 0 pages in its 2nd–5th iterations, 9–11 % slow in the 2nd
+and 3rd at one thread; the CNN's 2nd 10–13 % at two threads; BENCHMARKS.md, session 36). So the
+minor faults of each chunk are counted too, and leading iterations whose faults exceed
+``FAULT_PAGES`` and fall by more than ``FAULT_FALL`` to the next are set aside as warm-up (at
+most ``MAX_WARM``): a size that faults as much every iteration (blocks above glibc's mmap cap)
+counts from its first, as it is what every iteration there costs.
+
 Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
 every other step); the caller sees the spread in ``Timing.ms``.
 """
@@ -28,11 +37,19 @@ from typing import Any
 from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
 
+try:
+    import resource
+except ImportError:  # Windows: no fault counter, every iteration counts
+    resource = None
+
 # A chunk whose threads waited for a CPU longer than this share of its time is set aside
 # (quiet chunks wait far less, chunks stretched by another process far more: cpuwait.py).
 QUIET_WAIT = 0.02
 CHUNK_MS = 2.0
 MAX_CHUNK = 64
+# Warm-up by faults (module doc): pages an iteration may fault and count, the fall to the
+# next iteration that marks it as still settling, and how many leading ones may be set aside.
+FAULT_PAGES, FAULT_FALL, MAX_WARM = 64, 0.9, 3
 
 
 @dataclass(frozen=True)
@@ -78,13 +95,35 @@ class Timing:
 
     ms: list[float] = field(default_factory=list)
     waited: list[bool] = field(default_factory=list)
+    faults: list[float] = field(default_factory=list)  # per iteration (a chunk's mean)
 
-    def add(self, times: list[float], waited: bool) -> None:
+    def add(self, times: list[float], waited: bool, faults: float | None = None) -> None:
         self.ms.extend(times)
         self.waited.extend([waited] * len(times))
+        if faults is not None and len(self.faults) == len(self.ms) - len(times):
+            self.faults.extend([faults] * len(times))
+
+    def warming(self) -> int:
+        """How many leading iterations were still faulting new memory in (module doc)."""
+        faults = self.faults if len(self.faults) == len(self.ms) else []
+        k = 0
+        while (k < MAX_WARM and k + 1 < len(faults) and faults[k] > FAULT_PAGES
+               and faults[k + 1] < FAULT_FALL * faults[k]):
+            k += 1
+        return k
+
+    def merged(self, other: Timing) -> Timing:
+        """This timing's iterations and ``other``'s, each after its warm-up."""
+        a, b = self.warming(), other.warming()
+        return Timing(self.ms[a:] + other.ms[b:], self.waited[a:] + other.waited[b:])
+
+    def kept(self) -> list[float]:
+        """The iterations after the warm-up, quiet or not."""
+        return self.ms[self.warming():]
 
     def quiet(self) -> list[float]:
-        return [ms for ms, w in zip(self.ms, self.waited, strict=True) if not w]
+        start = self.warming()
+        return [ms for ms, w in zip(self.ms[start:], self.waited[start:], strict=True) if not w]
 
     @property
     def waited_count(self) -> int:
@@ -93,10 +132,10 @@ class Timing:
     def settled(self, precision: Precision, busy: bool = False) -> bool:
         """Enough quiet iterations over enough time (fewer than 3 must agree within AGREE);
         with ``busy`` every iteration counts, as in ``result``'s median."""
-        counted = self.ms if busy else self.quiet()
+        counted = self.kept() if busy else self.quiet()
         if len(counted) < 3 and counted and max(counted) > (1 + AGREE) * min(counted):
             return False
-        return len(counted) >= precision.min_iterations and sum(self.ms) >= precision.min_ms
+        return len(counted) >= precision.min_iterations and sum(self.kept()) >= precision.min_ms
 
     @property
     def busy(self) -> bool:
@@ -104,7 +143,7 @@ class Timing:
         aside but the machine the user's loop runs on, whose plain median is a waited
         iteration too (the example MLP beside one spinning process at 2 threads: 3 quiet
         iterations of 24 read 2.4–3.0 ms, a plain loop 6.3–7.6 ms)."""
-        return 2 * len(self.quiet()) < len(self.ms)
+        return 2 * len(self.quiet()) < len(self.kept())
 
     def counted(self, precision: Precision, busy: bool | None = None) -> list[float]:
         """The iterations ``result`` is the median of: the quiet ones when there are enough and
@@ -113,7 +152,7 @@ class Timing:
         quiet = self.quiet()
         enough = max(1, math.ceil(precision.min_iterations / 2))
         busy = self.busy if busy is None else busy
-        return quiet if len(quiet) >= enough and not busy else self.ms
+        return quiet if len(quiet) >= enough and not busy else self.kept()
 
     def result(self, precision: Precision, busy: bool | None = None) -> float:
         """The median of the ``counted`` iterations."""
@@ -142,8 +181,8 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
     timing, fewest = Timing(), device.min_chunk
     while _pending(timing, precision, busy):
         n = chunk_after(statistics.median(timing.ms), fewest) if timing.ms else fewest
-        times, fraction = timed_chunk(step, device, n)
-        timing.add(times, fraction > QUIET_WAIT)
+        times, fraction, faults = timed_chunk(step, device, n)
+        timing.add(times, fraction > QUIET_WAIT, faults)
     return timing
 
 
@@ -166,15 +205,23 @@ def _patience(precision: Precision, iteration_ms: float) -> float:
                precision.min_ms)
 
 
-def timed_chunk(step: Callable[[], Any], device: Device, n: int) -> tuple[list[float], float]:
-    """``n`` iterations, each with its own timer; the CPU-wait counter is read around them."""
+def timed_chunk(step: Callable[[], Any], device: Device,
+                n: int) -> tuple[list[float], float, float | None]:
+    """``n`` iterations, each with its own timer; the CPU-wait counter and this process's
+    minor faults (per iteration; None where unknown) are read around them."""
     timers = [device.timer() for _ in range(n)]
-    before = waited_ns()
+    before, faulted = waited_ns(), minor_faults()
     for timer in timers:
         timer.start()
         step()
         timer.stop()
     device.synchronize()
-    after = waited_ns()
+    after, faults = waited_ns(), minor_faults()
     times = [timer.elapsed_ms() for timer in timers]
-    return times, wait_fraction(before, after, sum(times))
+    per_step = None if faults is None or faulted is None else (faults - faulted) / n
+    return times, wait_fraction(before, after, sum(times)), per_step
+
+
+def minor_faults() -> int | None:
+    """Pages this process has faulted in so far (all threads), or None where unknown."""
+    return None if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -63,8 +63,8 @@ def test_samples_that_never_found_a_quiet_stretch_are_reported(monkeypatch) -> N
     sampling = [False]
 
     def busy_while_sampling(step, device, n):
-        times, fraction = real(step, device, n)
-        return times, (0.5 if sampling[0] else fraction)
+        times, fraction, faults = real(step, device, n)
+        return times, (0.5 if sampling[0] else fraction), faults
 
     def busy(real):  # a sample's timing, first or again (a far-off sample is timed again)
         def timed(self, *args, **kwargs):
