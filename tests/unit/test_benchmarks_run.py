@@ -30,6 +30,8 @@ RUNS = {
     "stage_cost": (["--device", "cpu", "--models", "mlp:16", "--repeats", "1", "--scale",
                     "stock", "--threads", "1"], "mlp(stock)@16 on cpu"),
     "first_profile": (["--models", "mlp", "--rounds", "1"], "| mlp | 16 |"),
+    "new_size_faults": (["--model", "mlp", "--rounds", "1", "--threads", "1", "--settle"],
+                        "round 1, 16: steady"),
     "floor_ab": (["--rounds", "1", "--", "--models", "mlp", "--starts", "8", "--repeats", "1",
                   "--scale", "stock", "--held-out", "1.5"], "| mlp | stock | 8 |"),
 }
