@@ -20,7 +20,8 @@ and 3rd at one thread; the CNN's 2nd 10–13 % at two threads; BENCHMARKS.md, se
 minor faults of each chunk are counted too, and leading iterations whose faults exceed
 ``FAULT_PAGES`` and fall by more than ``FAULT_FALL`` to the next are set aside as warm-up (at
 most ``MAX_WARM``): a size that faults as much every iteration (blocks above glibc's mmap cap)
-counts from its first, as it is what every iteration there costs.
+counts from its first, as it is what every iteration there costs. CPU only: on a GPU it was
+never measured.
 
 Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
 every other step); the caller sees the spread in ``Timing.ms``.
@@ -207,16 +208,18 @@ def _patience(precision: Precision, iteration_ms: float) -> float:
 
 def timed_chunk(step: Callable[[], Any], device: Device,
                 n: int) -> tuple[list[float], float, float | None]:
-    """``n`` iterations, each with its own timer; the CPU-wait counter and this process's
-    minor faults (per iteration; None where unknown) are read around them."""
+    """``n`` iterations, each with its own timer; the CPU-wait counter and, on a CPU, this
+    process's minor faults (per iteration; None where unknown, and on a GPU, where the warm-up
+    by faults was never measured) are read around them."""
     timers = [device.timer() for _ in range(n)]
-    before, faulted = waited_ns(), minor_faults()
+    counted = device.kind == "cpu"
+    before, faulted = waited_ns(), minor_faults() if counted else None
     for timer in timers:
         timer.start()
         step()
         timer.stop()
     device.synchronize()
-    after, faults = waited_ns(), minor_faults()
+    after, faults = waited_ns(), minor_faults() if counted else None
     times = [timer.elapsed_ms() for timer in timers]
     per_step = None if faults is None or faulted is None else (faults - faulted) / n
     return times, wait_fraction(before, after, sum(times)), per_step
