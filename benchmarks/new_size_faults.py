@@ -12,10 +12,8 @@ run before. ``--settle`` first puts malloc in the profile's steady state (``allo
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -25,18 +23,17 @@ import torch
 from prediction_accuracy import providers
 
 from skyline_nb.profiler.allocator import settle
+from skyline_nb.profiler.device import resolve_device
+from skyline_nb.profiler.timing import timed_chunk
+
+CPU = resolve_device("cpu")
 
 
-def timed(step, inputs: tuple, n: int) -> tuple[list[float], list[int]]:
-    """``n`` iterations on ``inputs``: ms and minor faults of each."""
-    ms, faults = [], []
-    for _ in range(n):
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        start = time.perf_counter()
-        step(*inputs)
-        ms.append((time.perf_counter() - start) * 1e3)
-        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-    return ms, faults
+def timed(step, inputs: tuple, n: int) -> tuple[list[float], list[float]]:
+    """``n`` iterations on ``inputs``, each a chunk of its own as the profiler times them
+    (``timing.timed_chunk``): ms and minor faults of each."""
+    chunks = [timed_chunk(lambda: step(*inputs), CPU, 1) for _ in range(n)]
+    return [times[0] for times, _, _ in chunks], [faults for _, _, faults in chunks]
 
 
 def main() -> None:
@@ -62,7 +59,7 @@ def main() -> None:
             steady = statistics.median(ms[6:])
             ratios = ", ".join(f"{t / steady:.3f}" for t in ms[:5])
             print(f"round {round_ + 1}, {size}: steady {steady:.2f} ms; iterations 1-5: "
-                  f"{ratios}; faults {faults[:6]}")
+                  f"{ratios}; faults {[round(f) for f in faults[:6]]}")
             timed(step, user, 5)
 
 

@@ -343,7 +343,7 @@ def _tracked_warmup(
                 # top-k over them) than its steps, and a user's loop builds it once (a pruned
                 # MLP's peak read 1.46 MB at batch 16 and at 64, its steps' 1.36 and 1.39)
                 mark(BUILT_BYTES)
-                tracker.peak = tracker.live
+                tracker.restart_peak()
                 readings = Readings(trial, device)
                 for _ in range(2):
                     trial.step()

@@ -82,6 +82,10 @@ class LiveStorageTracker(DispatchMode):
                 self.track(leaf)
         return out
 
+    def restart_peak(self) -> None:
+        """A new peak window, from what is alive now."""
+        self.peak = self.live
+
     def close(self) -> None:
         """Stop counting; finalizers already registered become no-ops."""
         self.active = False

@@ -14,12 +14,9 @@ lazily, at the next dispatch. AccumulateGrad nodes are linked to their parameter
 Module paths come from global forward hooks, one record per module INSTANCE: ``blocks.0`` and
 ``blocks.1`` stay separate even though the loop body is the same line (Skyline merged them).
 
-Activation checkpointing runs a block's forward again inside backward (reentrant: in its own
-node's backward, then a nested backward through the re-run; non-reentrant: at the first unpack of
-a dropped tensor). A module entered while an autograd node runs is such a re-run: the k-th op of
-a name in it is charged, as backward time, to the k-th forward record of that name in that
-module, and the nodes it creates link there. Without this a reentrant block's re-run went to its
-output's op and its nested backward to root-level node names (BENCHMARKS.md, session 36).
+A module entered while an autograd node runs is activation checkpointing's re-run of it: its
+ops are charged, as backward time, to the forward records they repeat (``reruns.py``), and the
+nodes they create link there.
 
 Known limitations: ops run by C++ extensions that bypass the dispatcher are invisible; backward
 nodes created outside the tracked iteration (a retained graph) cannot be linked and are kept
@@ -56,6 +53,7 @@ from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import unique_parameters, user_path
 from skyline_nb.profiler.op_mode import OpMode, OpRider
 from skyline_nb.profiler.optimizer_steps import OptimizerSteps
+from skyline_nb.profiler.reruns import Reruns
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.report import Frame
 
@@ -127,9 +125,7 @@ class OperationTracker:
         self.host_clock = device.kind == "cpu"
         self._stack: list[str] = []
         self._rerun: list[bool] = []  # per _stack entry: entered inside backward (a re-run)
-        self._forward_of: dict[tuple[str, str], list[OpRecord]] = {}  # (module, name): records
-        self._indexed = 0  # records already in _forward_of (filled at the first re-run)
-        self._reruns: dict[tuple[str, str], int] = {}
+        self._reruns = Reruns(self.records, FORWARD)
         self._parameters = [p for _, p in named]
         self._steps = OptimizerSteps(self._parameters)
         self._handles: list[Any] = []
@@ -201,10 +197,15 @@ class OperationTracker:
     def current_op(self) -> int | None:
         return self._last_forward
 
+    @property
+    def _rerunning(self) -> bool:
+        """The innermost module running was entered inside backward (a re-run)."""
+        return bool(self._rerun) and self._rerun[-1]
+
     def op_now(self) -> int | None:
         """The forward op running now, or whose backward (or re-run: checkpointing) runs now."""
         node = tp.current_autograd_node()
-        if node is None or (self._rerun and self._rerun[-1]):
+        if node is None or self._rerunning:
             return self._last_forward
         return self.op_of_node(node)
 
@@ -212,7 +213,7 @@ class OperationTracker:
         """An op that ran (``inputs``: its arguments), timed by ``timer``; ``node``: the
         autograd node running it in backward, else None."""
         if node is not None:
-            if self._rerun and self._rerun[-1]:
+            if self._rerunning:
                 self._record_rerun(func, out, timer)
             else:
                 self._record_backward(func, node, timer)
@@ -232,29 +233,24 @@ class OperationTracker:
         self._timers.append((record, False, timer))
         if phase == FORWARD:
             self._last_forward = record.index
-            # autograd attaches grad_fn (and requires_grad) only after this op returns
-            leaves = tensors_in(out)
-            if leaves:
-                self.pending.append((record.index, weakref.ref(leaves[0])))
+            self._link_outputs(record.index, out)
+
+    def _link_outputs(self, index: int, out: Any) -> None:
+        """The node autograd attaches to ``out`` (only after its op returns) is resolved to
+        record ``index`` at the next dispatch (``resolve_pending``)."""
+        leaves = tensors_in(out)
+        if leaves:
+            self.pending.append((index, weakref.ref(leaves[0])))
 
     def _record_rerun(self, func: Any, out: Any, timer: Timer | int) -> None:
-        """A forward op that checkpointing runs again inside backward (the module docstring)."""
-        for record in self.records[self._indexed:]:
-            if record.phase == FORWARD:
-                self._forward_of.setdefault((record.module, record.name), []).append(record)
-        self._indexed = len(self.records)
-        key = (self._stack[-1], func.overloadpacket.__name__)
-        k = self._reruns.get(key, 0)
-        self._reruns[key] = k + 1
-        ran = self._forward_of.get(key, [])
-        record = ran[k] if k < len(ran) else self._aggregate((key[0], f"rerun:{key[1]}"),
-                                                             key[1], key[0])
+        """A forward op that checkpointing runs again inside backward (``reruns.py``)."""
+        module, name = self._stack[-1], func.overloadpacket.__name__
+        record = (self._reruns.repeated(module, name)
+                  or self._aggregate((module, f"rerun:{name}"), name, module))
         self.charged = record
         self._last_forward = record.index
         self._timers.append((record, True, timer))
-        leaves = tensors_in(out)
-        if leaves:  # a reentrant re-run's nodes run in a nested backward: link them here
-            self.pending.append((record.index, weakref.ref(leaves[0])))
+        self._link_outputs(record.index, out)  # a reentrant re-run's nested backward runs them
 
     def _record_backward(self, func: Any, node: Any, timer: Timer | int) -> None:
         self.charged = self._backward_record(node)

@@ -28,7 +28,7 @@ from skyline_nb.profiler.errors import (
     ProviderSignatureError,
 )
 from skyline_nb.profiler.memory import tensor_bytes
-from skyline_nb.profiler.references import user_holds
+from skyline_nb.profiler.references import computed_tensors, user_holds
 from skyline_nb.profiler.stacks import UserCode
 
 
@@ -245,8 +245,7 @@ def _copy(model: nn.Module) -> nn.Module:
     ``weight_norm``'s, which a forward pre-hook recomputes) is no graph leaf, which deepcopy
     refuses: it is copied detached, and the hook computes it again at the next forward. Its
     graph also holds the parameter, so a fresh pruned model looks held (``user_holds``)."""
-    computed = {id(t): t.detach().clone() for m in model.modules() for t in vars(m).values()
-                if isinstance(t, torch.Tensor) and not t.is_leaf}
+    computed = {id(t): t.detach().clone() for m in model.modules() for t in computed_tensors(m)}
     with torch.no_grad():
         copied = copy.deepcopy(model, computed)
     for mine, theirs in zip(copied.parameters(), model.parameters(), strict=True):

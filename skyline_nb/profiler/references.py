@@ -52,6 +52,13 @@ def _referenced(model: nn.Module, collect: bool = False) -> bool:
                + (id(item) in graphs) for item in items)
 
 
+def computed_tensors(module: nn.Module) -> list[Tensor]:
+    """Tensors a module holds as plain attributes that it computed from its parameters (no
+    graph leaves): pruning's and the old ``weight_norm``'s ``weight``, which a forward
+    pre-hook computes again at every call."""
+    return [t for t in vars(module).values() if isinstance(t, Tensor) and not t.is_leaf]
+
+
 def _computed_from(item: Any) -> Iterator[Any]:
     """The parameters whose graph a module's computed tensor holds: pruning's ``weight``
     (``weight_orig`` times a mask, recomputed by a forward pre-hook) keeps ``weight_orig`` in
@@ -59,7 +66,7 @@ def _computed_from(item: Any) -> Iterator[Any]:
     model looked held and was copied (its copy added 150 KiB of "other" to an MLP's peak)."""
     if not isinstance(item, nn.Module):
         return
-    nodes = [t.grad_fn for t in vars(item).values() if isinstance(t, Tensor) and t.grad_fn]
+    nodes = [t.grad_fn for t in computed_tensors(item)]
     seen: set[int] = set()
     while nodes:
         node = nodes.pop()

@@ -89,7 +89,7 @@ class Sampled:
 def tolerance_of(level1: IterationResult) -> float:
     """How far (relative) a sample may sit from a simpler curve and still be on it: three
     times the headline's median absolute deviation, within [3 %, 10 %]."""
-    quiet = level1.timing.quiet() or level1.timing.ms
+    quiet = level1.timing.quiet() or level1.timing.kept()
     if len(quiet) < 3:
         return TOLERANCE
     middle = statistics.median(quiet)

@@ -133,10 +133,11 @@ class Timing:
     def settled(self, precision: Precision, busy: bool = False) -> bool:
         """Enough quiet iterations over enough time (fewer than 3 must agree within AGREE);
         with ``busy`` every iteration counts, as in ``result``'s median."""
-        counted = self.kept() if busy else self.quiet()
+        kept = self.kept()
+        counted = kept if busy else self.quiet()
         if len(counted) < 3 and counted and max(counted) > (1 + AGREE) * min(counted):
             return False
-        return len(counted) >= precision.min_iterations and sum(self.kept()) >= precision.min_ms
+        return len(counted) >= precision.min_iterations and sum(kept) >= precision.min_ms
 
     @property
     def busy(self) -> bool:
