@@ -11,7 +11,9 @@ iterations and the batch sizes it sampled (the cost bar is about the whole; whet
 went beyond 2× the batch decides most of it on a CPU, where a 4× sample costs 12–15 of the
 user's iterations). ``--threads`` sets torch's thread count first (default: torch's own).
 ``--cprofile K`` also prints the K functions with the most own time over one more profile of
-each model (where the host spends it). ``--load`` runs it
+each model (where the host spends it); ``--steps`` the user's iterations each stage ran, by the
+profiler's function that ran them and their batch size (a sample's peak: its ``measured_step``
+at the user's batch first, then at its own; its timing: ``timed_chunk``). ``--load`` runs it
 all beside one spinning process (``spinner.py``; ``--apart``: in a session of its own).
 ``--scale bench`` profiles ``prediction_accuracy.py``'s sizes, whose sampling-cost column issue
 15's bar is read off (an H100's LSTM of width 1024 sampled 2× its profile in session 26).
@@ -19,6 +21,7 @@ all beside one spinning process (``spinner.py``; ``--apart``: in a session of it
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --models mlp:32 cnn:32
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --repeats 3
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --threads 1 --models lstm:8
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --steps --models transformer:16
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --load
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --scale bench --models lstm:32
 """
@@ -34,7 +37,9 @@ import pstats
 import re
 import statistics
 import sys
+import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -45,28 +50,55 @@ from prediction_accuracy import providers
 from spinner import spinning
 
 import skyline_nb
+from skyline_nb.profiler.providers import Trial
 from skyline_nb.report import Report
 
 TIMING_OPS = "timing each op (run N)"  # a stage kind: its runs add up
 
 
 def stage_costs(
-    provs: tuple, batch: int, device: str, predict: bool = True
+    provs: tuple, batch: int, device: str, predict: bool = True,
+    steps: dict[tuple[str, str, int], list[float]] | None = None,
 ) -> tuple[dict[str, float], float, Report]:
     """One profile: ms per stage kind (starts to the next start), the whole wall time in ms,
-    and the report."""
+    and the report; with ``steps``, every iteration of the user's step adds its wall ms there
+    under (stage kind, the profiler's function that ran it, its batch size)."""
     marks: list[tuple[str, float]] = []
-    report = skyline_nb.profile(
-        *provs,
-        batch_size=batch,
-        device=device,
-        predict=predict,
-        progress=lambda p: marks.append((p.stage, 1000 * p.elapsed_s)),
-    )
+    with stepped(steps, marks) if steps is not None else contextlib.nullcontext():
+        report = skyline_nb.profile(
+            *provs,
+            batch_size=batch,
+            device=device,
+            predict=predict,
+            progress=lambda p: marks.append((p.stage, 1000 * p.elapsed_s)),
+        )
     costs: dict[str, float] = defaultdict(float)
     for (stage, began), (_, ended) in itertools.pairwise(marks):
         costs[re.sub(r"\d+", "N", stage)] += ended - began
     return costs, marks[-1][1], report
+
+
+@contextlib.contextmanager
+def stepped(steps: dict[tuple[str, str, int], list[float]],
+            marks: list[tuple[str, float]]) -> Iterator[None]:
+    """``Trial.step`` timed and filed under (stage kind, caller, batch size) meanwhile."""
+    original = Trial.step
+
+    def step(trial: Trial) -> object:
+        began = time.perf_counter()
+        try:
+            return original(trial)
+        finally:
+            ms = 1000 * (time.perf_counter() - began)
+            stage = re.sub(r"\d+", "N", marks[-1][0]) if marks else ""
+            rows = trial.input_tensors[0].shape[0] if trial.input_tensors[0].dim() else 0
+            steps.setdefault((stage, sys._getframe(1).f_code.co_name, rows), []).append(ms)
+
+    Trial.step = step
+    try:
+        yield
+    finally:
+        Trial.step = original
 
 
 def own_time(provs: tuple, batch: int, device: str, top: int) -> str:
@@ -91,6 +123,8 @@ def main() -> None:
     parser.add_argument("--scale", choices=("stock", "bench"), default="stock",
                         help="the examples as shipped, or prediction_accuracy.py's sizes")
     parser.add_argument("--cprofile", type=int, default=0, metavar="K")
+    parser.add_argument("--steps", action="store_true",
+                        help="each stage's iterations of the user's step, by caller and size")
     parser.add_argument("--load", action="store_true", help="one competing spinning process")
     parser.add_argument("--threads", type=int, default=None, help="default: torch's own")
     parser.add_argument("--apart", action="store_true",
@@ -102,17 +136,21 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     with spinning(args.apart) if args.load else contextlib.nullcontext():
         for pair in args.models:
-            stage_report(pair, args.device, args.repeats, args.cprofile, args.scale)
+            stage_report(pair, args.device, args.repeats, args.cprofile, args.scale,
+                         args.steps)
 
 
-def stage_report(pair: str, device: str, repeats: int, cprofile: int, scale: str) -> None:
-    """Print one model:batch pair's cost by stage (median over ``repeats`` profiles)."""
+def stage_report(pair: str, device: str, repeats: int, cprofile: int, scale: str,
+                 steps: bool = False) -> None:
+    """Print one model:batch pair's cost by stage (median over ``repeats`` profiles); with
+    ``steps``, the user's iterations each stage ran, by caller and batch size."""
     name, size = pair.split(":")
     batch = int(size)
     provs, label = providers(name, device, scale)
     stage_costs(provs, batch, device)  # a process's first profile: imports, caches
     plain = plain_loop_ms(provs, batch, device)
-    runs = [stage_costs(provs, batch, device) for _ in range(repeats)]
+    logs: list[dict[tuple[str, str, int], list[float]]] = [{} for _ in range(repeats)]
+    runs = [stage_costs(provs, batch, device, steps=log if steps else None) for log in logs]
     walls = [wall for _, wall, _ in runs]
     print(
         f"\n{name}({label})@{batch} on {device}: plain loop {plain:.2f} ms; profile "
@@ -125,6 +163,13 @@ def stage_report(pair: str, device: str, repeats: int, cprofile: int, scale: str
     for kind in dict.fromkeys(k for costs, _, _ in runs for k in costs):
         ms = statistics.median(costs.get(kind, 0.0) for costs, _, _ in runs)
         print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")
+    if steps:
+        print("  the user's step, median over the profiles: iterations run, their cost in plain "
+              "iterations, at stage / by / batch size")
+        for key in dict.fromkeys(k for log in logs for k in log):
+            count = statistics.median(len(log.get(key, [])) for log in logs)
+            ms = statistics.median(sum(log.get(key, [])) for log in logs)
+            print(f"  {count:5.1f} x {ms / plain:6.1f} it  {key[0]} / {key[1]} / {key[2]}")
     if cprofile:
         print(own_time(provs, batch, device, cprofile))
 

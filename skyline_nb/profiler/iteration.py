@@ -18,7 +18,10 @@ Peak memory at another batch size n on the warm trial: what one iteration adds a
 what was alive when it began (``step_peak``), measured in the same way at n and at the user's
 batch u, right after new inputs were given, so
 
-    peak(n) = peak(u) + step_peak(n) − step_peak(u) + inputs(n) − inputs(u).
+    peak(n) = peak(u) + step_peak(n) − step_peak(u) + inputs(n) − inputs(u),
+
+inputs counting the gradients the step leaves in inputs that require grad (``Trial``), which
+new inputs take over (zeroed) before their measured step, as a loop's would have them.
 
 Whatever the trial keeps between iterations apart from its inputs (weights, gradients, optimizer
 state, the user's caches) cancels; so does what the CPU allocator does not report (frees of
@@ -32,7 +35,6 @@ import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from skyline_nb.categories import Categories
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
@@ -143,7 +145,7 @@ class WarmTrial:
             added, _, by_phase = measured_step(self.trial, self.device, sample_inputs, tracker,
                                                smaller=batch_size < self.user.batch_size)
             shift = (self.user.peak_bytes - self.user_step_peak
-                     + _bytes(self.trial.input_tensors) - self.user_input_bytes)
+                     + self.trial.held_input_bytes() - self.user_input_bytes)
             peak = shift + added
             if by_phase and self.user_phases:
                 self.phases_at[batch_size] = shifted(by_phase, shift)
@@ -237,7 +239,7 @@ class WarmTrial:
         if measured is None:
             measured = measured_step(self.trial, self.device, inputs)
         self.user_inputs, self.user_step_peak = inputs, measured.added
-        self.user_input_bytes = _bytes(self.trial.input_tensors)
+        self.user_input_bytes = self.trial.held_input_bytes()
         if measured.by_phase:
             self.user_phases = shifted(measured.by_phase, self.user.peak_bytes - measured.added)
 
@@ -353,6 +355,7 @@ def _tracked_warmup(
                     # bytes alive after the third iteration differ by what it kept only
                     own_inputs = (trial.args, trial.kwargs, trial.input_tensors)
                     trial.use_inputs(reference.inputs)
+                    trial.take_over_grads(own_inputs[2])
                     mark()
                     with PhaseMarks(trial.model):
                         value = trial.step()
@@ -374,10 +377,3 @@ def _tracked_warmup(
         )
     return trial, peak, readings
 
-
-def _bytes(tensors: list[Any]) -> int:
-    """Bytes of the tensors' storages, each storage once."""
-    from skyline_nb.profiler import torch_private as tp
-
-    return sum({tp.storage_key(part): tp.storage_nbytes(part)
-                for t in tensors for part in tp.storage_parts(t)}.values())

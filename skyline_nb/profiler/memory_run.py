@@ -90,8 +90,7 @@ def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inp
         record = ops.charged
         return None if record is None else (record.index, record.module, record.name)
 
-    tracker = PeakTracker(dev.torch_device, named_tensors(model, trial.input_tensors, []),
-                          where)
+    tracker = PeakTracker(dev.torch_device, named_tensors(model, warm_inputs[2], []), where)
     flops = FlopTracker(charged)
     ops.riders = (tracker, flops)  # one dispatch mode for the three (op_mode.py)
     try:

@@ -80,9 +80,11 @@ class PeakSnapshot:
 class PeakTracker(DispatchMode):
     """Storages alive over one iteration and the snapshot at its peak (see the module doc).
 
-    ``start``: {storage key: category} of what is alive when the iteration starts, with a tensor
-    of each (``identities``); ``where()`` (optional) names the forward op running now or whose
-    backward runs now: (op index, module path, op name).
+    ``start``: (category, tensor) of what is named alive when the iteration starts, read when
+    the tracker starts following (entered, or ``riding``), not when it is made: an iteration
+    run in between (``measured_step``'s first) leaves new gradients, an input's own among them;
+    ``where()`` (optional) names the forward op running now or whose backward runs now: (op
+    index, module path, op name).
     """
 
     def __init__(
@@ -111,10 +113,18 @@ class PeakTracker(DispatchMode):
         # (phase, forward op index or None, tracked bytes) after every op, in order
         self.timeline: list[tuple[str, int | None, int]] = []
         self._weights: list[torch.Tensor] = []
-        for category, tensor in start:
+        self._start: Iterable[tuple[str, Any]] | None = start
+        self._steps = OptimizerSteps(self._weights)
+
+    def _begin(self) -> None:
+        """Adopt what is named alive now (``start``), once."""
+        if self._start is None:
+            return
+        for category, tensor in self._start:
             self._adopt(category, tensor)
             if category == Category.WEIGHTS:
                 self._weights.append(tensor)
+        self._start = None
         self._steps = OptimizerSteps(self._weights)
         self._note_peak(*self._now())
 
@@ -236,6 +246,7 @@ class PeakTracker(DispatchMode):
             self._unhook()
 
     def _hook(self) -> None:
+        self._begin()
         self._hooks = [*tp.register_optimizer_step_hooks(self._step_pre, self._step_post),
                        nn.modules.module.register_module_forward_pre_hook(self._module_pre),
                        nn.modules.module.register_module_forward_hook(self._module_post,
@@ -351,7 +362,9 @@ def grad_owners(model: Any) -> dict[Any, str]:
 def named_tensors(model: Any, inputs: Iterable[Any],
                   optimizers: Iterable[Any]) -> Iterator[tuple[str, Any]]:
     """(category, tensor) of what is named by identity: parameters, their gradients, buffers,
-    optimizer state, the inputs."""
+    optimizer state, the inputs and their gradients (an input that requires grad, e.g. for an
+    adversarial step or a saliency map, gets a ``.grad`` of its own batch's size that no
+    ``optimizer.zero_grad()`` clears: it read as "other" memory)."""
     for _, param in unique_parameters(model):
         yield Category.WEIGHTS, param
         if param.grad is not None:
@@ -362,3 +375,5 @@ def named_tensors(model: Any, inputs: Iterable[Any],
         yield Category.OPTIMIZER, tensor
     for tensor in inputs:
         yield Category.INPUTS, tensor
+        if isinstance(tensor, torch.Tensor) and tensor.is_leaf and tensor.grad is not None:
+            yield Category.INPUTS, tensor.grad

@@ -69,6 +69,33 @@ class Trial:
         """Train on new inputs (another batch size) from now on; the old ones are dropped."""
         self.args, self.kwargs, self.input_tensors = inputs
 
+    def input_grads(self) -> list[torch.Tensor]:
+        """The gradients the steps left in the input tensors that require grad (an adversarial
+        step's, a saliency map's): of the batch's size, held between iterations as the inputs
+        are."""
+        return [t.grad for t in self.input_tensors if t.is_leaf and t.grad is not None]
+
+    def held_input_bytes(self) -> int:
+        """Bytes of the input tensors and their ``input_grads``, each storage once."""
+        from skyline_nb.profiler import torch_private as tp
+
+        tensors = self.input_tensors + self.input_grads()
+        return sum({tp.storage_key(part): tp.storage_nbytes(part)
+                    for t in tensors for part in tp.storage_parts(t)}.values())
+
+    def take_over_grads(self, old: list[torch.Tensor]) -> None:
+        """Give the input tensors what a loop's hold between iterations as ``old`` (the inputs
+        trained on before) hold it: a zeroed ``.grad`` of their own shape where the old one in
+        the same place has one and they have none yet; the old ones' are dropped (a loop holds
+        one batch and its gradients). So a step on new inputs starts as the steady state at
+        their size does, without an iteration on them first."""
+        for new, previous in zip(self.input_tensors, old, strict=False):
+            if new is previous or not previous.is_leaf or previous.grad is None:
+                continue
+            previous.grad = None
+            if new.is_leaf and new.requires_grad and new.grad is None:
+                new.grad = torch.zeros_like(new)
+
 
 def _parameters(function: Callable[..., Any], role: str) -> list[inspect.Parameter]:
     try:

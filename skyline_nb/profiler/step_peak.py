@@ -46,7 +46,11 @@ def measured_step(
     trial keeps a block for two iterations or more). That one is on the old inputs, unless the
     new ones are ``smaller`` (a batch size below the user's): then on the new ones, which costs
     less (a ½× sample's peak took 1.5–1.9 of the user's iterations instead of 1.7–2.3 for the
-    example CNN, Transformer and LSTM, the bytes the same; BENCHMARKS.md, session 22).
+    example CNN, Transformer and LSTM, the bytes the same; BENCHMARKS.md, session 22). The new
+    inputs take over the old ones' gradients (``Trial.take_over_grads``): an input's own
+    ``.grad`` is then there when the measured iteration starts, as in a loop at that size
+    (measuring the second iteration on the new inputs instead cost a 2× sample one more of the
+    user's iterations, session 37).
     """
     around = during if during is not None else contextlib.nullcontext()
     if device.kind == "cuda":
@@ -62,10 +66,12 @@ def measured_step(
         by_phase = phases.close()
         return MeasuredStep(max(by_phase.values()), value, by_phase)
     with allocator_events() as allocator:
+        before = trial.input_tensors
         if smaller:  # the cheaper iteration to report first, and a loop's steady state there
             trial.use_inputs(inputs)
         trial.step()
         trial.use_inputs(inputs)
+        trial.take_over_grads(before)
         if allocator is None:
             tracker = LiveStorageTracker(device.torch_device)
             try:

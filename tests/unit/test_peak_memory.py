@@ -101,6 +101,45 @@ def test_gradients_zeroed_at_the_end_of_the_step_are_still_gradients_at_its_peak
     assert_gradients_by_module(report)
 
 
+@pytest.mark.parametrize("clear", ["never", "zero_", "None"])
+def test_an_inputs_own_gradient_is_an_input_and_its_samples_peaks_are_exact(clear: str) -> None:
+    """An input that requires grad (an adversarial step, a saliency map) gets a ``.grad`` of its
+    batch's size. Never cleared, or zeroed in place, it lives from one iteration to the next:
+    it is the inputs' to the byte, at the user's batch and at a sample's, nothing is left as
+    "other" (it read 16,384 B of "other" at batch 16), and each sample's peak is what a plain
+    measurement at its size finds (they read (n − 16) × 1 KiB low). Set to None before
+    backward, it is not carried, and the samples stay exact too."""
+
+    def input_provider(batch_size: int = 16) -> tuple:
+        return (torch.randn(batch_size, 256, requires_grad=True),)
+
+    def iteration_provider(model: torch.nn.Module):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def iteration(x: torch.Tensor) -> None:
+            optimizer.zero_grad()
+            if clear == "zero_" and x.grad is not None:
+                x.grad.zero_()
+            elif clear == "None":
+                x.grad = None
+            model(x).relu().sum().backward()
+            optimizer.step()
+        return iteration
+
+    def model_provider() -> torch.nn.Module:
+        return torch.nn.Linear(256, 256)
+
+    provs = (model_provider, input_provider, iteration_provider)
+    report = profile(*provs, batch_size=16, device="cpu")
+    assert report.categories[Category.UNTRACKED] == 0, dict(report.categories)
+    assert report.categories[Category.INPUTS] == 2 * 16 * 256 * 4  # x and x.grad
+    assert len(report.samples) >= 3
+    for sample in report.samples:
+        assert sample.peak_bytes == measure_iteration(*provs, sample.batch_size, "cpu").peak_bytes
+        if sample.categories and clear != "None":
+            assert sample.categories[Category.INPUTS] == 2 * sample.batch_size * 256 * 4
+
+
 def test_a_few_bytes_the_instrumented_allocator_saw_more_come_off_the_workspace() -> None:
     """The memory run's allocator read 8 B more at its peak than the plain iteration's (an op's
     Python scalar is a tensor under a dispatch mode): "other −8 B", a negative chip in the
