@@ -34,8 +34,9 @@ def _referenced(model: nn.Module, collect: bool = False) -> bool:
     """``user_holds``'s count, after collecting the young generation when ``collect``."""
     if collect:
         gc.collect(0)
-    # getrefcount: the caller's variable, ``user_holds``'s argument, ours and its own
-    if sys.getrefcount(model) > 4:
+    # getrefcount: the caller's variable, ``user_holds``'s argument, ours and its own, and
+    # what the model holds of itself
+    if sys.getrefcount(model) > 4 + _own_references(model):
         return True
     items = [m for _, m in model.named_modules(remove_duplicate=False)][1:]
     items += [p for _, p in model.named_parameters(remove_duplicate=False)]
@@ -104,6 +105,37 @@ def _own_references(item: Any) -> int:
             found += contents is item
             if callable(contents) and hasattr(contents, "__closure__"):
                 functions.append(contents)
+    return found + _held_through_attributes(item)
+
+
+# How far ``_held_through_attributes`` looks from a module's attributes, and at most how much
+OWN_DEPTH, OWN_OBJECTS = 6, 256
+
+
+def _held_through_attributes(module: nn.Module) -> int:
+    """Closure cells holding ``module`` that its own plain attributes reach (through tuples,
+    dicts and objects' attributes, not its submodules or tensors): eager quantization-aware
+    training's ``qconfig`` holds observer factories whose closure names the module (for its
+    device). Counted as held, a fresh QAT model was copied, and the copy's ``qconfig`` kept the
+    original alive: its parameters in every peak, 38,604 B of "other" in a QAT MLP's."""
+    found, seen = 0, set()
+    stack = [(value, 0) for name, value in vars(module).items() if not name.startswith("_")]
+    while stack and len(seen) < OWN_OBJECTS:
+        value, depth = stack.pop()
+        if (depth > OWN_DEPTH or id(value) in seen
+                or isinstance(value, (nn.Module, Tensor, str, bytes, int, float, type))):
+            continue
+        seen.add(id(value))
+        if hasattr(value, "__closure__"):
+            for _, contents in closure_items(value):
+                found += contents is module
+                stack.append((contents, depth + 1))
+        elif isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, (tuple, list, set, frozenset)):
+            stack.extend((v, depth + 1) for v in value)
+        elif hasattr(value, "__dict__"):
+            stack.extend((v, depth + 1) for v in vars(value).values())
     return found
 
 

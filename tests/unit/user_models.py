@@ -258,6 +258,25 @@ def parametrized_and_lazy() -> Providers:
     return model, inputs, iteration_of
 
 
+def quantization_aware() -> Providers:
+    """Eager quantization-aware training: ``prepare_qat`` copies the model and gives each module
+    a ``qconfig`` whose observer factories name the module in a closure."""
+    from torch.ao.quantization import DeQuantStub, QuantStub, get_default_qat_qconfig, prepare_qat
+
+    def model() -> nn.Module:
+        net = nn.Sequential(QuantStub(), nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10),
+                            DeQuantStub())
+        net.qconfig = get_default_qat_qconfig("fbgemm")
+        return prepare_qat(net.train())
+
+    def inputs(batch_size: int = 32) -> tuple:
+        return torch.randn(batch_size, 64), torch.randint(0, 10, (batch_size,))
+
+    def iteration_of(net: nn.Module) -> Callable:
+        return _step(net, torch.optim.SGD(net.parameters(), 0.01), _classify)
+    return model, inputs, iteration_of
+
+
 def lbfgs_closure() -> Providers:
     """L-BFGS: the optimizer runs forward and backward itself, in a closure."""
     def model() -> nn.Module:
