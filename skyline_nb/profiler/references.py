@@ -26,14 +26,16 @@ def user_holds(model: nn.Module) -> bool:
     (an exception kept in a local; torch's first dispatch mode call, importing dynamo) keep the
     frames that built it while level 1 pauses the collector (``gc_paused``): a kernel's first
     budgeted profile copied a fresh MLP, and the copy ran out. So a model that looks held is
-    looked at again after collecting the young generation, where that garbage is."""
+    looked at again after collecting the two young generations, where that garbage is (the
+    first ``prepare_qat`` model of a process: its float modules, in cycles with their qconfig
+    and holding the same parameters, had outlived a collection of the youngest alone)."""
     return _referenced(model) and _referenced(model, collect=True)
 
 
 def _referenced(model: nn.Module, collect: bool = False) -> bool:
-    """``user_holds``'s count, after collecting the young generation when ``collect``."""
+    """``user_holds``'s count, after collecting the young generations when ``collect``."""
     if collect:
-        gc.collect(0)
+        gc.collect(1)
     # getrefcount: the caller's variable, ``user_holds``'s argument, ours and its own, and
     # what the model holds of itself
     if sys.getrefcount(model) > 4 + _own_references(model):

@@ -192,6 +192,10 @@ def test_a_fresh_quantization_aware_model_is_not_copied_and_its_peak_is_its_loop
     providers = user_models.quantization_aware()
     held = user_holds(providers[0]())  # (no temporaries in an assert: pytest keeps them)
     assert not held
+    kept = [providers[0]()]  # one the user keeps (and a provider returns) is copied
+    returned = kept[0]
+    copied = user_holds(returned)
+    assert copied
     report = profile(*providers, batch_size=32, device="cpu", predict=False)
     _consistent(report)
     other = report.categories[Category.UNTRACKED]
