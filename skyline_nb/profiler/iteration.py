@@ -44,6 +44,7 @@ from skyline_nb.profiler.phases import LABELS, PhaseMarks, shifted
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.retained import READINGS, Readings, take_readings
 from skyline_nb.profiler.step_peak import (
+    MARK_BYTES,
     MeasuredStep,
     allocator_events,
     gc_paused,
@@ -77,6 +78,9 @@ class IterationResult:
     # the containers of the step's that grew with them
     kept_per_step: int = 0
     kept_by: list[str] = field(default_factory=list)
+    # ``step_peak`` of two batches of this size (CPU, where a reference is measured): they
+    # differ where the step's work depends on its batch (``step_peak.varying_warning``)
+    batch_peaks: tuple[int, int] | None = None
 
     @property
     def throughput(self) -> float:
@@ -281,6 +285,8 @@ def measure_level1(
         else:
             trial, peak, readings = _tracked_warmup(build, device, reference)
         result = IterationResult(batch_size, 0.0, peak)
+        if reference is not None and reference.measured and reference.own_added is not None:
+            result.batch_peaks = (reference.own_added, reference.measured.added)
         result.kept_per_step, result.kept_by = readings.kept(peak)
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
         if reference is not None:
@@ -312,11 +318,15 @@ class Reference:
 
     inputs: Inputs
     measured: MeasuredStep | None = None
+    # ``step_peak`` of the iteration before, on the trial's own inputs (another batch of the
+    # same size): where the two differ, the step's work depends on its batch or on chance
+    own_added: int | None = None
 
 
-# An allocation of this odd size ends the trial's building in the CPU allocator's reports
-# (retained.py marks with 4081, phases.py with 4085–4091, step_peak.py with 4093)
-BUILT_BYTES, BUILD, STEPS = 4079, "build", "steps"
+# Allocations of these odd sizes end the trial's building and start the second iteration on
+# its own inputs in the CPU allocator's reports (retained.py marks with 4081, phases.py with
+# 4085–4091, step_peak.py with 4093)
+BUILT_BYTES, BUILD, STEPS, OWN_BYTES = 4079, "build", "steps", 4083
 
 
 def _tracked_warmup(
@@ -347,7 +357,9 @@ def _tracked_warmup(
                 mark(BUILT_BYTES)
                 tracker.restart_peak()
                 readings = Readings(trial, device)
-                for _ in range(2):
+                for first in (True, False):
+                    if not first and reference is not None:
+                        mark(OWN_BYTES)
                     trial.step()
                     readings.after_step()
                 if reference is not None and allocator is not None:
@@ -366,10 +378,13 @@ def _tracked_warmup(
     peak = tracker.peak
     if allocator is not None:
         readings.alive, allocator.events = take_readings(allocator.events)
-        parts = allocator.peaks(labels={**LABELS, BUILT_BYTES: STEPS}, first=BUILD)
+        parts = allocator.peaks(labels={**LABELS, BUILT_BYTES: STEPS, OWN_BYTES: STEPS},
+                               first=BUILD)
         peak = max(peak, *(v for part, v in parts.items() if part != BUILD))
         if reference is not None:
             reference.measured = measured_from(allocator, value)
+            reference.own_added = allocator.peaks(after_bytes=OWN_BYTES, labels={
+                **LABELS, MARK_BYTES: "reference"}, first="own")["own"]
     if device.memory_budget is not None and peak > device.memory_budget:
         raise CPUOutOfMemoryError(
             f"the iteration needs {peak} bytes, more than the CPU memory budget of "

@@ -58,6 +58,7 @@ from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import known, roofline
 from skyline_nb.profiler.samples import sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
+from skyline_nb.profiler.step_peak import varying_warning
 from skyline_nb.profiler.threads import (
     ITERATIONS,
     faster,
@@ -224,7 +225,8 @@ def _instrumented(
     warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes),
                                   held_warning(trial, categories),
                                   kept_warning(level1.kept_per_step, level1.peak_bytes,
-                                               level1.kept_by)]))
+                                               level1.kept_by),
+                                  varying_warning(level1.batch_size, level1.batch_peaks)]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0 and not scaled:

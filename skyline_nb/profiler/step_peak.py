@@ -15,6 +15,7 @@ import gc
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.memory import LiveStorageTracker
 from skyline_nb.profiler.phases import FIRST, LABELS, CudaPhasePeaks, PhaseMarks
@@ -149,3 +150,27 @@ def allocator_events() -> Any:
         finally:
             if allocator is not None:
                 allocator.__exit__(None, None, None)
+
+
+# Two batches' step peaks that differ by at least this share of the larger, and these bytes
+VARYING_SHARE, VARYING_BYTES = 0.01, 1024
+
+
+def varying_warning(batch_size: int, peaks: tuple[int, int] | None) -> str | None:
+    """What two batches of the user's size whose iterations peaked differently mean: each
+    other size is measured on one batch (``measure_level1`` steps the trial's own batch and
+    then the reference's, and ``step_peak`` of each is read). A branch on ``x.mean() > 0`` read
+    −12 … +23 % at the samples against fresh measurements, routed experts 35 % between two
+    batches; a sparse embedding's gradient 0.8 % (not said: within ``VARYING_SHARE``)."""
+    if peaks is None:
+        return None
+    low, high = sorted(peaks)
+    if high - low < max(VARYING_BYTES, VARYING_SHARE * high):
+        return None
+    return (
+        f"two batches of {batch_size} peaked at {format_bytes(low)} and {format_bytes(high)} "
+        "above what their iterations began with: what the step does depends on the values in "
+        "its batch (a branch on a value, experts chosen per token) or on chance (a random "
+        "depth). Each other batch size is measured on one batch, so the memory curve is one "
+        f"draw per size and may be off by about {format_bytes(high - low)} elsewhere"
+    )

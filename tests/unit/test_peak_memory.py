@@ -140,6 +140,45 @@ def test_an_inputs_own_gradient_is_an_input_and_its_samples_peaks_are_exact(clea
             assert sample.categories[Category.INPUTS] == 2 * sample.batch_size * 256 * 4
 
 
+def test_a_step_whose_work_depends_on_its_batch_says_so_and_a_plain_one_does_not() -> None:
+    """A branch on ``x.mean() > 0`` takes a wider layer for one batch and not the next (the
+    input provider alternates the sign of its batches): the two batches of the user's size
+    that level 1 steps peak differently, and the report says that the memory curve is one
+    batch per size. The example MLP's two batches peak alike: nothing is said."""
+    calls = [0]
+
+    def input_provider(batch_size: int = 16) -> tuple:
+        calls[0] += 1
+        sign = 1.0 if calls[0] % 2 else -1.0
+        return sign * (torch.rand(batch_size, 64) + 0.1), torch.randint(0, 10, (batch_size,))
+
+    class Branchy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.narrow, self.wide = torch.nn.Linear(64, 10), torch.nn.Linear(64, 4096)
+            self.head = torch.nn.Linear(4096, 10)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            if x.mean() > 0:
+                return self.head(torch.relu(self.wide(x)))
+            return self.narrow(x)
+
+    def iteration_provider(model: torch.nn.Module):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+        return iteration
+
+    report = profile(Branchy, input_provider, iteration_provider, batch_size=16, device="cpu",
+                     predict=False)
+    assert any("two batches of 16 peaked at" in w for w in report.warnings), report.warnings
+    plain = profile(*providers_of("mlp"), batch_size=16, device="cpu", predict=False)
+    assert not any("two batches of" in w for w in plain.warnings), plain.warnings
+
+
 def test_a_few_bytes_the_instrumented_allocator_saw_more_come_off_the_workspace() -> None:
     """The memory run's allocator read 8 B more at its peak than the plain iteration's (an op's
     Python scalar is a tensor under a dispatch mode): "other −8 B", a negative chip in the
