@@ -24,8 +24,9 @@ class AllocatorReports:
     entry when a profiler already runs (torch allows one).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, paired: bool = False) -> None:
         self.events: list[tuple[int, int]] = []
+        self.paired = paired
 
     def __enter__(self) -> AllocatorReports:
         from torch._C import _autograd as autograd_c
@@ -46,6 +47,9 @@ class AllocatorReports:
         from torch._C import _autograd as autograd_c
 
         results = need(autograd_c, "_disable_profiler", "torch._C._autograd")()
+        if self.paired:
+            self.events = _paired(results)
+            return
         cpu = need(autograd_c, "DeviceType", "torch._C._autograd").CPU
         # only the allocator's reports carry bytes (a user scope's event carries 0), and the
         # enum is compared as is: reading a transformer step's ~1,700 reports took 1.7 ms by
@@ -90,6 +94,40 @@ class AllocatorReports:
             live += nbytes
             found[part] = max(found[part], live)
         return found
+
+
+def _paired(results: object) -> list[tuple[int, int]]:
+    """The reports, a free counted only where the block saw its allocation (by address).
+
+    Torch keeps the size of every block allocated while it reported, also after the block is
+    freed unreported, and a later block at the same address freed under the reports read as
+    that size: in a profile after one that failed, level 1 read −464,048 B alive and its peak
+    22,064 B low. A third slower to read than ``events()`` (the tree holds the addresses), so
+    only for a block that frees what was made before it (level 1's: building the trial).
+    """
+    from torch._C import _profiler as profiler_c
+
+    allocation = need(profiler_c, "_ExtraFields_Allocation", "torch._C._profiler")
+    reports, stack = [], list(results.experimental_event_tree())  # type: ignore[attr-defined]
+    while stack:
+        event = stack.pop()
+        fields = event.extra_fields
+        if (isinstance(fields, allocation) and fields.alloc_size
+                and fields.device.type == "cpu"):
+            reports.append((event.start_time_ns, fields.alloc_size, fields.ptr))
+        stack.extend(event.children)
+    reports.sort()
+    mine: set[int] = set()
+    events = []
+    for start, nbytes, ptr in reports:
+        if nbytes > 0:
+            mine.add(ptr)
+        elif ptr in mine:
+            mine.discard(ptr)
+        else:
+            continue
+        events.append((start, nbytes))
+    return events
 
 
 @contextlib.contextmanager

@@ -344,7 +344,7 @@ def _tracked_warmup(
     (``retained.Readings``; no bytes without the reports).
     """
 
-    with allocator_events() as allocator, gc_paused():
+    with allocator_events(paired=True) as allocator, gc_paused():
         use_tracker = allocator is None or device.memory_budget is not None
         tracker = LiveStorageTracker(device.torch_device, device.memory_budget)
         try:

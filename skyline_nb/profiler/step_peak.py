@@ -128,9 +128,10 @@ def mark(nbytes: int = MARK_BYTES) -> None:
 
 
 @contextlib.contextmanager
-def allocator_events() -> Any:
+def allocator_events(paired: bool = False) -> Any:
     """The CPU allocator's reports over the block (None when a profiler of the user's runs:
-    torch refuses nested profilers).
+    torch refuses nested profilers); ``paired``: frees only of blocks allocated in it
+    (``AllocatorReports``).
 
     File descriptor 2 is silenced meanwhile: torch logs "Memory block of unknown size was
     allocated before the profiling started" from C++ at every 1000th free of an older block,
@@ -140,7 +141,7 @@ def allocator_events() -> Any:
     from skyline_nb.profiler.allocator_reports import AllocatorReports, quiet_native_stderr
 
     with quiet_native_stderr():
-        allocator: AllocatorReports | None = AllocatorReports()
+        allocator: AllocatorReports | None = AllocatorReports(paired)
         try:
             allocator.__enter__()
         except RuntimeError:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from skyline_nb.examples import mlp
 from skyline_nb.profiler.iteration import measure_level1
@@ -79,3 +80,48 @@ def test_gc_paused_restores_the_collector_as_it_found_it() -> None:
         assert not gc.isenabled()  # the user's choice stays
     finally:
         gc.enable()
+
+
+def test_a_profile_after_one_that_failed_reads_the_peak_a_fresh_measurement_does() -> None:
+    """Torch keeps the size of every block allocated while the CPU allocator reported, also
+    after the block is freed unreported; a later block at that address, freed in level 1's
+    window, read as that size. After a profile whose step raised (its trial's blocks, made in
+    its windows, freed afterwards), the next profile's level 1 read −464,048 B alive, and the
+    example MLP's peak 4,292,352 B where a fresh measurement reads 4,841,728 (another MLP's
+    150,824 against 338,304: "other" −187,480). Level 1 now counts a free only where its window
+    saw the block allocated."""
+    from skyline_nb.profiler.errors import ProviderError
+    from skyline_nb.profiler.prepare import measure_iteration
+    from skyline_nb.profiler.session import profile
+
+    class Queue(torch.nn.Module):  # MoCo's queue updated in place before backward: it raises
+        def __init__(self) -> None:
+            super().__init__()
+            self.f = torch.nn.Linear(64, 32)
+            self.register_buffer("queue", F.normalize(torch.randn(4096, 32), dim=1))
+
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            qa, kb = F.normalize(self.f(a), dim=1), F.normalize(self.f(b), dim=1).detach()
+            logits = torch.cat([(qa * kb).sum(1, keepdim=True), qa @ self.queue.T], 1) / 0.07
+            with torch.no_grad():
+                self.queue[: kb.shape[0]] = kb
+            return F.cross_entropy(logits, torch.zeros(a.shape[0], dtype=torch.long))
+
+    def failing_step(model: torch.nn.Module):
+        optimizer = torch.optim.SGD(model.parameters(), 0.01)
+
+        def step(a: torch.Tensor, b: torch.Tensor) -> None:
+            optimizer.zero_grad()
+            model(a, b).backward()
+            optimizer.step()
+        return step
+
+    def pairs(batch_size: int = 32) -> tuple:
+        return torch.randn(batch_size, 64), torch.randn(batch_size, 64)
+
+    with pytest.raises(ProviderError, match="modified by an inplace operation"):
+        profile(Queue, pairs, failing_step, device="cpu", predict=False)
+    providers = (mlp.skyline_model_provider, mlp.skyline_input_provider,
+                 mlp.skyline_iteration_provider)
+    report = profile(*providers, batch_size=16, device="cpu", predict=False)
+    assert report.peak_bytes == measure_iteration(*providers, 16, "cpu").peak_bytes
