@@ -55,6 +55,31 @@ def test_a_phase_whose_peak_falls_holds_its_largest() -> None:
     assert curve(1) == pytest.approx(196.0) and curve(64) == pytest.approx(640.0)
 
 
+def test_a_peak_that_grows_with_the_square_of_the_batch_goes_on_as_its_parabola() -> None:
+    """A B×B pairwise matrix: four samples on a parabola that bends up go on as its chords
+    beyond the largest (a line read 22 / 37 / 66 % low at 1.5 / 2 / 4×), exact at the chords'
+    ends and at or above it between them, also through the phases; the inverse agrees. A
+    GPU's peak that steps between two samples lies on no parabola of four: it goes on as the
+    line through the last two, as does a peak that is a line."""
+    def square(n: float) -> float:
+        return 2e5 + 3e3 * n + 256.0 * n * n
+
+    sizes = [4, 16, 32, 64, 128]
+    for curve in (fit_memory(sizes, [square(n) for n in sizes]),
+                  fit_memory(sizes, [square(n) for n in sizes],
+                             [{"forward": square(n), "optimizer": 1e5 + n} for n in sizes])):
+        for n in (192, 256, 512, 1024):
+            assert curve(n) == pytest.approx(square(n), rel=1e-9)
+        for n in (160, 300, 700):
+            assert square(n) <= curve(n) <= 1.1 * square(n)
+        assert 0.98 * 700 <= curve.inverse(square(700)) <= 700  # chords: a little less fits
+        assert all(curve(n) == pytest.approx(square(n), rel=1e-9) for n in sizes)
+    stepped = [1e6 + 1e4 * n + (5e5 if n >= 64 else 0) for n in sizes]
+    for peaks in (stepped, [1e6 + 1e4 * n for n in sizes]):
+        curve = fit_memory(sizes, peaks)
+        assert curve(512) == pytest.approx(peaks[-1] + (512 - 128) * (peaks[-1] - peaks[-2]) / 64)
+
+
 def test_performance_models_take_the_phases_and_keep_them_aligned_with_valid_samples() -> None:
     sizes = [4, 8, 16, 0]  # batch 0 is no measurement: dropped with its phases
     phases = [_phases(n) for n in sizes]
