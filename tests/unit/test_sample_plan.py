@@ -215,7 +215,12 @@ def scripted_warm_trial(monkeypatch, step: Callable[[], None], state: dict,
         return times, waited, sum(faulted) / n if faults is not None else None
 
     monkeypatch.setattr(timing, "timed_chunk", chunk)
-    trial = Trial(torch.nn.Linear(2, 2), step, (), {}, [], "test")
+
+    def stepping() -> None:  # and what a step allocates for a moment, more at larger batches
+        step()
+        torch.ones(4096 + 256 * state["size"], dtype=torch.uint8)
+
+    trial = Trial(torch.nn.Linear(2, 2), stepping, (), {}, [], "test")
     use = trial.use_inputs
 
     def use_inputs(inputs):
