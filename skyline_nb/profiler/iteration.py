@@ -357,11 +357,12 @@ def _tracked_warmup(
                 mark(BUILT_BYTES)
                 tracker.restart_peak()
                 readings = Readings(trial, device)
-                for first in (True, False):
-                    if not first and reference is not None:
-                        mark(OWN_BYTES)
-                    trial.step()
-                    readings.after_step()
+                trial.step()
+                readings.after_step()
+                if reference is not None:
+                    mark(OWN_BYTES)  # the second iteration on the own batch: ``own_added``
+                trial.step()
+                readings.after_step()
                 if reference is not None and allocator is not None:
                     # the trial's own inputs stay alive until the last reading, so that the
                     # bytes alive after the third iteration differ by what it kept only
