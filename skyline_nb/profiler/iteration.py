@@ -131,8 +131,9 @@ class WarmTrial:
     user_phases: dict[str, int] = field(default_factory=dict)
     phases_at: dict[int, dict[str, int]] = field(default_factory=dict)
     last_inputs: tuple[int, Inputs] | None = None  # peak_at's, until time_at takes them
-    # the memory run's step peak at the user's batch, under its dispatch modes (None: not run)
-    tracked_step_peak: int | None = None
+    # the memory run's ``measured_step`` at the user's batch, under its dispatch modes, without
+    # its value (None: not run)
+    tracked: MeasuredStep | None = None
 
     def peak_at(self, batch_size: int, categorize: bool = True) -> int:
         """Peak bytes of one iteration at ``batch_size``, and what was alive then
@@ -146,8 +147,7 @@ class WarmTrial:
                                named_tensors(model, sample_inputs[2], []))
                    if categorize else None)
         try:
-            added, _, by_phase = measured_step(self.trial, self.device, sample_inputs, tracker,
-                                               smaller=batch_size < self.user.batch_size)
+            added, _, by_phase = measured_step(self.trial, self.device, sample_inputs, tracker)
             shift = (self.user.peak_bytes - self.user_step_peak
                      + self.trial.held_input_bytes() - self.user_input_bytes)
             peak = shift + added

@@ -26,7 +26,7 @@ from skyline_nb.profiler.operations import OperationTracker
 from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker, named_tensors
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.stacks import UserCode
-from skyline_nb.profiler.step_peak import measured_step
+from skyline_nb.profiler.step_peak import MeasuredStep, measured_step
 
 
 @dataclass
@@ -39,7 +39,7 @@ class MemoryRun:
     flops: FlopTracker
     value: Any
     timeline: list[tuple[str, int | None, int]]  # (phase, op index, tracked bytes) per op
-    step_peak: int  # what the iteration allocated at its peak, under the trackers
+    step: MeasuredStep  # what the iteration allocated under the trackers (its value left out)
 
 
 def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs,
@@ -94,13 +94,14 @@ def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inp
     flops = FlopTracker(charged)
     ops.riders = (tracker, flops)  # one dispatch mode for the three (op_mode.py)
     try:
-        added, value, _ = measured_step(trial, dev, warm_inputs,
-                                     _together(ops, saved if saved_hooks else None, tracker))
-        peak = tracker.categorized(added, model, trial.input_tensors)
+        step = measured_step(trial, dev, warm_inputs,
+                             _together(ops, saved if saved_hooks else None, tracker))
+        peak = tracker.categorized(step.added, model, trial.input_tensors)
     finally:
         tracker.close()
     ops.finish()
-    return MemoryRun(ops, saved, peak, flops, value, tracker.timeline, added)
+    return MemoryRun(ops, saved, peak, flops, step.value, tracker.timeline,
+                     step._replace(value=None))
 
 
 # "other" below this share of the peak is rounding between two measurements of one iteration
@@ -124,16 +125,24 @@ def at_plain_peak(peak_bytes: int, measured: dict[str, int]) -> Categories:
     return categories
 
 
-def instrumented_excess(categories: Categories, peak_bytes: int) -> str | None:
+def instrumented_excess(categories: Categories, peak_bytes: int,
+                        kept_per_step: int = 0) -> str | None:
     """Why "other" is negative, when it is beyond rounding: the categories come from the memory
     run, whose iteration is not the plain one. A step whose work is random (a stochastic depth:
     −673 KiB), or a Python dispatch mode (any: a no-op one does it too) making some ops allocate
     differently: a GRU over a packed sequence copies its weights at every time step under a
     mode (+72 blocks of 554 KiB; its peak 542 KB, 8 %, above the plain iteration's); sparse
-    gradients 20–42 KB."""
+    gradients 20–42 KB. Or a step that keeps more at every iteration (``kept_per_step``): the
+    memory run comes some iterations after level 1's (L-BFGS filling its history of 100: 86 KiB
+    an iteration, "other" −777 KiB, more than twice the peak)."""
     other = categories[Category.UNTRACKED]
     if other >= -OTHER_ROUNDING * peak_bytes:
         return None
+    if kept_per_step > 0:
+        return (f"at its peak the instrumented iteration held {format_bytes(-other)} more than "
+                f"the plain one: your step keeps {format_bytes(kept_per_step)} more alive at "
+                "every iteration, and the instrumented one ran some iterations later; the memory "
+                "categories describe it, so \"other\" is negative by that much")
     return (f"at its peak the instrumented iteration held {format_bytes(-other)} more than the "
             "plain one: its work differs from step to step (e.g. a random depth), or PyTorch "
             "runs some ops differently under the profiler's dispatch mode (e.g. an RNN over a "

@@ -205,7 +205,7 @@ def _instrumented(
     reporter.stage("measuring memory at the peak and what each op saves, then timing each op", 2,
                    timed=not covers(2 * level1.iteration_ms))
     run = memory_run(trial, dev, user_code, warm.user_inputs, warnings)
-    warm.tracked_step_peak = run.step_peak
+    warm.tracked = run.step
     memory_ops, value = run.ops, run.value
     ops, scaled = reconciled_op_times(level1, trial, dev, user_code, memory_ops.wall_ms,
                                       warnings, reporter)
@@ -222,7 +222,8 @@ def _instrumented(
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
     categories = at_plain_peak(level1.peak_bytes, run.peak.by_category)
-    warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes),
+    warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes,
+                                                      level1.kept_per_step),
                                   held_warning(trial, categories),
                                   kept_warning(level1.kept_per_step, level1.peak_bytes,
                                                level1.kept_by),

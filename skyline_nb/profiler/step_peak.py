@@ -32,7 +32,7 @@ class MeasuredStep(NamedTuple):
 
 
 def measured_step(
-    trial: Trial, device: Device, inputs: Inputs, during: Any = None, *, smaller: bool = False
+    trial: Trial, device: Device, inputs: Inputs, during: Any = None
 ) -> MeasuredStep:
     """One iteration on ``inputs`` (the trial keeps them): the bytes it allocates at its peak
     beyond what was alive when it started (``step_peak``), its return value and its peak per
@@ -44,10 +44,12 @@ def measured_step(
     live-storage tracker's when a profiler of the user's already runs). The allocator reports
     the free of a block only if the block was allocated while it reported, so one iteration runs
     under the reports first: everything the measured one frees was allocated there (unless the
-    trial keeps a block for two iterations or more). That one is on the old inputs, unless the
-    new ones are ``smaller`` (a batch size below the user's): then on the new ones, which costs
-    less (a ½× sample's peak took 1.5–1.9 of the user's iterations instead of 1.7–2.3 for the
-    example CNN, Transformer and LSTM, the bytes the same; BENCHMARKS.md, session 22). The new
+    trial keeps a block for two iterations or more). That one is on the old inputs, also for
+    a smaller batch, where the new ones cost less (a ½× sample's peak took 1.5–1.9 of the user's
+    iterations instead of 1.7–2.3 for the example CNN, Transformer and LSTM, BENCHMARKS.md,
+    session 22): what a step keeps between iterations that grows with its batch (a model's
+    hooks holding its outputs) is then the user's batch's when the measured one starts, as the
+    sample's shift takes it, not already the new size's (that ¼× sample read +7.3 %). The new
     inputs take over the old ones' gradients (``Trial.take_over_grads``): an input's own
     ``.grad`` is then there when the measured iteration starts, as in a loop at that size
     (measuring the second iteration on the new inputs instead cost a 2× sample one more of the
@@ -68,8 +70,6 @@ def measured_step(
         return MeasuredStep(max(by_phase.values()), value, by_phase)
     with allocator_events() as allocator:
         before = trial.input_tensors
-        if smaller:  # the cheaper iteration to report first, and a loop's steady state there
-            trial.use_inputs(inputs)
         trial.step()
         trial.use_inputs(inputs)
         trial.take_over_grads(before)

@@ -108,6 +108,23 @@ def test_a_packed_sequence_rnn_explains_what_the_dispatch_mode_adds() -> None:
         assert sum(sample.categories.values()) == sample.peak_bytes
 
 
+@pytest.mark.slow  # ~6 s: the samples above the user's batch are measured twice
+def test_two_heads_whose_gradient_a_mode_sums_anew_below_the_peak_have_plain_samples() -> None:
+    """An Adam step peaks in its update at 32, the same bytes tracked or not, and in backward
+    at 64 and above, where the trackers' mode adds one more copy of the trunk's gradient: the
+    samples above 32 read +15 % until the memory run's phases were compared, not its peak
+    only (``samples._modes_changed``)."""
+    providers = user_models.two_heads()
+    report = profile(*providers, batch_size=32, device="cpu")
+    _consistent(report)
+    assert report.peak_place.phase == "optimizer"
+    above = [s for s in report.samples if s.batch_size > 32][:2]
+    assert above
+    for sample in above:
+        plain = measure_iteration(*providers, sample.batch_size, "cpu")
+        assert sample.peak_bytes == plain.peak_bytes, sample.batch_size
+
+
 def test_per_sample_gradients_with_torch_func_are_profiled_without_saved_tensor_hooks() -> None:
     report = profile(*user_models.per_sample_gradients(), batch_size=32, device="cpu",
                      predict=False)
@@ -157,6 +174,19 @@ def test_an_optimizers_closure_is_the_models_forward_and_backward_not_the_optimi
     untracked = next(n for n in root.children if n.kind == "untracked")
     assert untracked.activation_bytes == 0
     assert report.categories[Category.ACTIVATIONS] > 0
+
+
+def test_an_optimizer_whose_state_grows_at_every_step_says_why_other_is_negative() -> None:
+    """L-BFGS with torch's default history (100 pairs, 4 a step): its state grows at every step,
+    and the memory run, some iterations after level 1's, held more of it ("other" −777 KiB for a
+    32→64→10 MLP); the reason given was a random depth or the dispatch mode."""
+    report = profile(*user_models.lbfgs_closure(history=100), batch_size=64, device="cpu",
+                     predict=False)
+    _consistent(report)
+    assert report.categories[Category.UNTRACKED] < 0
+    excess = next(w for w in report.warnings if "instrumented iteration held" in w)
+    assert "more alive at every iteration" in excess and "some iterations later" in excess
+    assert any("each iteration keeps" in w for w in report.warnings)
 
 
 def test_an_update_by_hand_is_the_optimizers_node_and_its_temporaries() -> None:

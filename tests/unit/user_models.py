@@ -277,8 +277,9 @@ def quantization_aware() -> Providers:
     return model, inputs, iteration_of
 
 
-def lbfgs_closure() -> Providers:
-    """L-BFGS: the optimizer runs forward and backward itself, in a closure."""
+def lbfgs_closure(history: int = 5) -> Providers:
+    """L-BFGS: the optimizer runs forward and backward itself, in a closure; its state grows by
+    up to ``max_iter`` pairs of vectors a step until it holds ``history`` (torch's default 100)."""
     def model() -> nn.Module:
         return nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 1))
 
@@ -286,7 +287,8 @@ def lbfgs_closure() -> Providers:
         return torch.randn(batch_size, 20), torch.randn(batch_size, 1)
 
     def iteration_of(net: nn.Module) -> Callable:
-        optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=4, history_size=5)
+        optimizer = torch.optim.LBFGS(net.parameters(), lr=0.5, max_iter=4,
+                                      history_size=history)
 
         def iteration(x, y):
             def closure() -> torch.Tensor:
