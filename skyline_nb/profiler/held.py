@@ -8,10 +8,15 @@ they count in it (as in the user's own loop), but they are not the profiled mode
 category names them and they are "other". An EMA copy of an MLP was 17 % of its step's peak,
 "other" with no word why. ``held_warning`` says whose bytes they are.
 
+Tensors the step keeps are named too: a learned prompt or the weights of a multi-task loss
+(parameters outside the model, a 50 KiB prompt was "other" with no word why), a constant mask,
+the last hidden state carried to the next step.
+
 Found where a step keeps them: the closure of the step function, the attributes of the
 object whose method the step is (or of a callable object), and a ``functools.partial``'s
 arguments; one level deep
-(containers of modules included), never the model or its own submodules.
+(containers of modules and tensors included), never the model or its own submodules, nor a
+tensor of the model's.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import torch
 from torch import nn
 
 from skyline_nb.categories import Categories, Category
@@ -28,18 +34,20 @@ from skyline_nb.profiler.providers import Trial
 from skyline_nb.profiler.references import step_items
 
 
-def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:
-    """(name, module, bytes) for each module the step keeps that is not the model or part of
-    it and holds parameters or buffers of its own (bytes: those, each storage once)."""
+def held_by_step(trial: Trial) -> list[tuple[str, nn.Module | torch.Tensor, int]]:
+    """(name, module or tensor, bytes) for each module the step keeps that is not the model or
+    part of it and holds parameters or buffers of its own, and each tensor it keeps that is
+    none of those (bytes: each storage once)."""
     model = trial.model if isinstance(trial.model, nn.Module) else nn.Module()
     own = {id(m) for m in model.modules()}
-    found: dict[int, tuple[str, nn.Module]] = {}
+    found: dict[int, tuple[str, nn.Module | torch.Tensor]] = {}
     for name, value in step_items(trial.user_iteration or trial.iteration):
-        for label, module in _modules(name, value):
-            if id(module) not in own and id(module) not in found:
-                found[id(module)] = (label, module)
+        for label, item in _held(name, value):
+            if id(item) not in own and id(item) not in found:
+                found[id(item)] = (label, item)
     # a module inside another one found (an EMA's copy of the model) is counted with it
-    inner = {id(m) for _, top in found.values() for m in top.modules() if m is not top}
+    inner = {id(m) for _, top in found.values() if isinstance(top, nn.Module)
+             for m in top.modules() if m is not top}
     seen = storage_keys(_tensors(model))
     held = []
     for label, module in (item for key, item in found.items() if key not in inner):
@@ -57,30 +65,37 @@ def held_modules(trial: Trial) -> list[tuple[str, nn.Module, int]]:
 def held_warning(trial: Trial, categories: Categories) -> str | None:
     """What part of a positive "other" the modules the step keeps account for, by name."""
     other = categories[Category.UNTRACKED]
-    held = held_modules(trial) if other > 0 else []
+    held = held_by_step(trial) if other > 0 else []
     if not held:
         return None
     total = sum(size for _, _, size in held)
-    parts = ", ".join(f"{type(module).__name__} '{label}' ({format_bytes(size)})"
-                      for label, module, size in held)
-    return (f"\"other\" includes {format_bytes(min(total, other))} held by modules the step "
-            f"keeps besides the model ({parts}): their parameters and buffers are in the peak, "
-            "as in your own loop, but are not the model's weights")
+    parts = ", ".join(f"{type(item).__name__} '{label}' ({format_bytes(size)})"
+                      for label, item, size in held)
+    kinds = {isinstance(item, nn.Module) for _, item, _ in held}
+    what = {frozenset({True}): "modules", frozenset({False}): "tensors"}.get(
+        frozenset(kinds), "modules and tensors")
+    return (f"\"other\" includes {format_bytes(min(total, other))} held by {what} the step "
+            f"keeps besides the model ({parts}): they are in the peak, as in your own loop, "
+            "but are not the model's weights")
 
 
-def _tensors(module: nn.Module) -> Iterator[Any]:
-    yield from module.parameters()
-    yield from module.buffers()
+def _tensors(item: nn.Module | torch.Tensor) -> Iterator[Any]:
+    if isinstance(item, torch.Tensor):
+        yield item
+        return
+    yield from item.parameters()
+    yield from item.buffers()
 
 
-def _modules(name: str, value: Any) -> Iterator[tuple[str, nn.Module]]:
-    if isinstance(value, nn.Module):
+def _held(name: str, value: Any) -> Iterator[tuple[str, nn.Module | torch.Tensor]]:
+    kept = (nn.Module, torch.Tensor)
+    if isinstance(value, kept):
         yield name, value
     elif isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            if isinstance(item, nn.Module):
+            if isinstance(item, kept):
                 yield f"{name}[{i}]", item
     elif isinstance(value, dict):
         for key, item in value.items():
-            if isinstance(item, nn.Module):
+            if isinstance(item, kept):
                 yield f"{name}[{key!r}]", item

@@ -120,11 +120,22 @@ def kept_per_step(alive: Sequence[int], peak_bytes: int) -> int:
     return (first + second) // 2
 
 
-def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = ()) -> str | None:
+def kept_warning(kept: int, peak_bytes: int, growing: Sequence[str] = (),
+                 varies: bool = False) -> str | None:
     """What a step that keeps ``kept`` bytes per iteration means for the user's loop, and which
-    containers grow with it (``growing``)."""
+    containers grow with it (``growing``). Where nothing is seen growing and the step ``varies``
+    (two batches of one size peaked differently: ``step_peak.varying_warning``), three readings
+    do not tell growth from a step that alternates: Adam stepping at every second call read
+    +75 KiB twice (its state is twice the gradients), then −75 KiB, +75 KiB, …"""
     if kept <= 0:
         return None
+    if varies and not growing:
+        return (
+            f"the bytes alive after each of three iterations rose by {format_bytes(kept)} each "
+            "time, but the step does not do the same work at every call (see the other "
+            "warning), so whether its memory keeps growing is not known from these: if it "
+            "holds on to tensors of every iteration, keep numbers (loss.item()) instead"
+        )
     doubles = max(1, round(peak_bytes / kept))
     where = (f": {'; '.join(growing)}" if growing
              else ", e.g. outputs appended to a list or kept by a hook")

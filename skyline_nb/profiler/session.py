@@ -138,6 +138,7 @@ def profile(
         finally:
             del warm
     warnings.extend(filter(None, [prints.warning()]))
+    warnings[:] = dict.fromkeys(warnings)  # each once: every op timing run may add its own
     reporter.finish()
     return report
 
@@ -222,12 +223,13 @@ def _instrumented(
         weight_bytes[name], grad_bytes[name] = size_bytes, grad
     optimizers = memory_ops.live_optimizers()
     categories = at_plain_peak(level1.peak_bytes, run.peak.by_category)
+    varies = varying_warning(level1.batch_size, level1.batch_peaks)
     warnings.extend(filter(None, [instrumented_excess(categories, level1.peak_bytes,
                                                       level1.kept_per_step),
                                   held_warning(trial, categories),
                                   kept_warning(level1.kept_per_step, level1.peak_bytes,
-                                               level1.kept_by),
-                                  varying_warning(level1.batch_size, level1.batch_peaks)]))
+                                               level1.kept_by, varies is not None),
+                                  varies]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
     if untracked_ms < 0 and not scaled:

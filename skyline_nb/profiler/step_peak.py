@@ -171,7 +171,9 @@ def varying_warning(batch_size: int, peaks: tuple[int, int] | None) -> str | Non
     return (
         f"two batches of {batch_size} peaked at {format_bytes(low)} and {format_bytes(high)} "
         "above what their iterations began with: what the step does depends on the values in "
-        "its batch (a branch on a value, experts chosen per token) or on chance (a random "
-        "depth). Each other batch size is measured on one batch, so the memory curve is one "
-        f"draw per size and may be off by about {format_bytes(high - low)} elsewhere"
+        "its batch (a branch on a value, experts chosen per token), on chance (a random "
+        "depth) or on how many times it ran (an optimizer stepping at every second call, "
+        "gradients accumulated in between). Each other batch size is measured on one batch, "
+        "so the memory curve is one draw per size and may be off by about "
+        f"{format_bytes(high - low)} elsewhere"
     )

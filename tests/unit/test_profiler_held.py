@@ -1,5 +1,6 @@
-"""Modules a step keeps besides the model (an EMA of the weights, a frozen teacher): their
-bytes are in the peak and "other" says whose they are (``profiler/held.py``)."""
+"""Modules and tensors a step keeps besides the model (an EMA of the weights, a frozen teacher,
+a learned prompt): their bytes are in the peak and "other" says whose they are
+(``profiler/held.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from skyline_nb.profiler.held import held_modules
+from skyline_nb.profiler.held import held_by_step
 from skyline_nb.profiler.providers import Trial
 from skyline_nb.profiler.session import profile
 from skyline_nb.report_checks import impossible_values
@@ -64,9 +65,9 @@ def test_a_teacher_on_the_trainer_is_named_and_the_model_is_not() -> None:
     model = model_provider()
     trainer = Distiller(model)
     teacher = [("teacher", (64 * 64 + 64) * 4)]
-    held = held_modules(Trial(model, trainer.step, (), {}, [], "test", trainer.step))
+    held = held_by_step(Trial(model, trainer.step, (), {}, [], "test", trainer.step))
     assert [(name, size) for name, _, size in held] == teacher
-    held = held_modules(Trial(model, trainer, (), {}, [], "test", trainer))
+    held = held_by_step(Trial(model, trainer, (), {}, [], "test", trainer))
     assert [(name, size) for name, _, size in held] == teacher
 
 
@@ -79,4 +80,24 @@ def test_a_plain_step_or_a_compiled_wrapper_keeps_nothing_besides_the_model() ->
         loss_fn(wrapper(x), x).backward()
         return model
 
-    assert held_modules(Trial(model, step, (), {}, [], "test", step)) == []
+    assert held_by_step(Trial(model, step, (), {}, [], "test", step)) == []
+
+
+def test_a_parameter_outside_the_model_is_named_in_other() -> None:
+    """A learned prompt prepended to the inputs, trained by the step's optimizer beside the
+    model: 50 KiB of "other" with no word why."""
+    def prompted(model):
+        prompt = nn.Parameter(torch.zeros(200, 64))
+        opt = torch.optim.Adam([*model.parameters(), prompt])
+
+        def step(x):
+            opt.zero_grad()
+            out = model(torch.cat([prompt, x]))
+            out.pow(2).mean().backward()
+            opt.step()
+        return step
+
+    report = profile(model_provider, input_provider, prompted, batch_size=16, predict=False)
+    (said,) = [w for w in report.warnings if "the step keeps" in w]
+    assert "tensors the step keeps" in said and "Parameter 'prompt' (50 KiB)" in said
+    assert impossible_values(report) == []
