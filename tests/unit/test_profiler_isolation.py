@@ -140,3 +140,34 @@ def test_grad_mode_is_restored_when_called_under_no_grad():
         )
         assert not torch.is_grad_enabled()
     assert report.tree.backward_ms is not None and report.tree.backward_ms > 0
+
+
+def test_a_dispatch_mode_the_step_leaves_on_the_stack_is_taken_off():
+    """A step that enters a dispatch mode and never leaves it (``mode.__enter__()`` in a
+    notebook cell's experiment): putting the stack back raised TypeError (torch 2.13's
+    ``_pop_torch_dispatch_stack`` takes the mode's key), after the profile had finished."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passing(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    before = snapshot()
+    left: list[TorchDispatchMode] = []
+
+    def iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def iteration(x, y):
+            if not left:
+                left.append(Passing())
+                left[0].__enter__()
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+        return iteration
+
+    report = run(iteration_provider, lambda: nn.Sequential(nn.Linear(8, 2)))
+    assert report.iteration_ms > 0
+    assert_same(before, snapshot())
