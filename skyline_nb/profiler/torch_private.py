@@ -177,13 +177,6 @@ def pop_modes_to(depths: tuple[int, int]) -> None:
         need(torch._C, "_pop_torch_function_stack", "torch._C")()
 
 
-def top_dispatch_mode() -> Any | None:
-    """The dispatch mode on top of the stack (None: none); inside a mode's own
-    ``__torch_dispatch__`` that mode is off the stack."""
-    depth = mode_stack_depths()[0]
-    return need(torch._C, "_get_dispatch_stack_at", "torch._C")(depth - 1) if depth else None
-
-
 def pop_dispatch_mode() -> None:
     """Take the top dispatch mode off the stack (torch 2.13 wants the mode's key; None: a user
     mode's)."""
