@@ -76,10 +76,17 @@ class LiveStorageTracker(DispatchMode):
                 )
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
         if self.active:
+            # a view or alias of an input (a slice of the user's dataset, ``.data`` while a
+            # held model is copied) is not new memory: counted whole, a 20 MB dataset the
+            # inputs are sliced from made every memory budget too small
+            inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
+                      for part in tp.storage_parts(t)} if func.is_view else set()
             for leaf in tensors_in(out):
-                self.track(leaf)
+                if not inputs or not {tp.storage_key(p) for p in tp.storage_parts(leaf)} <= inputs:
+                    self.track(leaf)
         return out
 
     def restart_peak(self) -> None:

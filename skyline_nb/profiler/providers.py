@@ -29,7 +29,7 @@ from skyline_nb.profiler.errors import (
     ProviderSignatureError,
 )
 from skyline_nb.profiler.memory import tensor_bytes
-from skyline_nb.profiler.references import computed_tensors, user_holds
+from skyline_nb.profiler.references import computed_tensors, optimizer_over, user_holds
 from skyline_nb.profiler.stacks import UserCode
 
 
@@ -194,7 +194,7 @@ def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> A
 def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
     """A fresh model, inputs for ``batch_size`` on the device, and its iteration function."""
     oom = device.oom_types
-    model = _fresh_model(providers, device)
+    model, theirs = _fresh_model(providers, device)
     args, kwargs, tensors = make_inputs(providers, batch_size, device)
     iteration = _call(providers, providers.iteration, "iteration provider", model, oom=oom)
     if not callable(iteration):
@@ -204,6 +204,14 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
         )
     where = providers.where(iteration)
     _check_arguments(providers, iteration, args, kwargs)
+    if theirs is not None and (name := optimizer_over(iteration, theirs)):
+        raise ProviderError(
+            f"the iteration {where} uses '{name}', an optimizer over the parameters of the "
+            f"model you keep ({type(theirs).__name__}), not of the model the iteration provider "
+            "is given (a copy, so that profiling does not train yours): it would step your "
+            "optimizer and the profile would describe none of your steps. Build the optimizer "
+            "inside the iteration provider, from the model it receives: def "
+            "skyline_iteration_provider(model): opt = torch.optim.Adam(model.parameters()) …")
 
     def step(*a: Any, **k: Any) -> Any:
         try:
@@ -245,17 +253,19 @@ def _check_arguments(providers: Providers, iteration: Callable[..., Any], args: 
             "pass a whole batch as one argument, return it in a 1-tuple: (batch,)") from exc
 
 
-def _fresh_model(providers: Providers, device: Device) -> nn.Module:
+def _fresh_model(providers: Providers, device: Device) -> tuple[nn.Module, nn.Module | None]:
     """The provider's model on the device, a copy when the user holds it (training must not
-    touch theirs); out of memory meanwhile, the model alone does not fit: ``ModelOOMError``."""
+    touch theirs), and theirs then; out of memory meanwhile, the model alone does not fit:
+    ``ModelOOMError``."""
     oom, model, copied = device.oom_types, None, False
     try:
         model = _call(providers, providers.model, "model provider", oom=oom)
         if not isinstance(model, nn.Module):
             raise ProviderError(f"the model provider {providers.where(providers.model)} returned "
                                 f"{type(model).__name__}; it must return a torch.nn.Module")
+        theirs = None
         if user_holds(model):
-            copied = True
+            copied, theirs = True, model
             try:
                 model = _copy(model)
             except oom:
@@ -264,7 +274,7 @@ def _fresh_model(providers: Providers, device: Device) -> nn.Module:
                 raise ProviderError(f"the model provider {providers.where(providers.model)} "
                                     "returned a model that is also used elsewhere and cannot "
                                     "be copied; return a new model on each call") from exc
-        return model.to(device.torch_device)
+        return model.to(device.torch_device), theirs
     except oom as exc:
         raise ModelOOMError(_does_not_fit(providers, device, model, copied)) from exc
 

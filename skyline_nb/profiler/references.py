@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import functools
 import gc
+import inspect
 import sys
+import types
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 from skyline_nb.profiler import torch_private as tp
@@ -164,3 +167,47 @@ def step_items(step: Any) -> Iterator[tuple[str, Any]]:
     if owner is not None and hasattr(owner, "__dict__"):
         yield from vars(owner).items()
     yield from closure_items(getattr(step, "__func__", step))
+
+
+def reachable(function: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
+    """``step_items`` and the globals the function's code names, the public attributes of
+    the plain objects among them, and the same for the plain functions among them (``depth``
+    levels: a step that calls a helper that appends)."""
+    kept = list(step_items(function))  # a bound method's object too, before it is unbound
+    function = getattr(function, "__func__", function)
+    names = getattr(getattr(function, "__code__", None), "co_names", ())
+    namespace = getattr(function, "__globals__", {})
+    items = [*kept, *((name, namespace[name]) for name in names if name in namespace)]
+    yield from items
+    for name, value in items:  # a metrics logger the step calls keeps its lists in itself
+        if plain_object(value):
+            yield from ((f"{name}.{attr}", v) for attr, v in vars(value).items()
+                        if not attr.startswith("_"))
+    if depth > 1:
+        for _, value in items:
+            if hasattr(value, "__code__") and value is not function:
+                yield from reachable(value, depth - 1)
+
+
+def plain_object(value: Any) -> bool:
+    """An instance of a user's class whose attributes may hold what the step keeps (not a
+    function, class or module; not an ``nn.Module``, whose attributes are looked at as the
+    model's)."""
+    return (isinstance(getattr(value, "__dict__", None), dict)
+            and not isinstance(value, (type, types.ModuleType, torch.nn.Module))
+            and not inspect.isroutine(value))
+
+
+def optimizer_over(step: Any, model: nn.Module) -> str | None:
+    """The name of an optimizer (or an LR scheduler's) the step reaches (``reachable``) that
+    holds ``model``'s parameters: the user's own (``opt`` in a notebook's globals, built over
+    the model they keep) where the profile trains a copy of that model, which the optimizer
+    never updates while every profiled step zeroed and stepped theirs (an Adam's step count
+    5 → 140, its scheduler's learning rate 0.01 → 6e-07, the weights moved)."""
+    params = {id(p) for p in model.parameters()}
+    for name, value in reachable(step):
+        optimizer = getattr(value, "optimizer", value)
+        if isinstance(optimizer, torch.optim.Optimizer) and any(
+                id(p) in params for group in optimizer.param_groups for p in group["params"]):
+            return name
+    return None

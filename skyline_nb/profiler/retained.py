@@ -23,9 +23,7 @@ allocator's reports at a marker allocation of ``ALIVE_BYTES`` (``iteration._trac
 from __future__ import annotations
 
 import gc
-import inspect
 import itertools
-import types
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +36,7 @@ from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.memory import user_path
 from skyline_nb.profiler.providers import Trial
-from skyline_nb.profiler.references import step_items
+from skyline_nb.profiler.references import reachable
 from skyline_nb.profiler.step_peak import mark
 
 # An allocation of this odd size marks "bytes alive now" in the CPU allocator's reports.
@@ -155,18 +153,18 @@ def containers(trial: Trial) -> Containers:
     stores its activations in ``self.activations``), and the containers among a dict's values
     (``history["preds"].append(out)``)."""
     items = [("kept by the step", item)
-             for item in _reachable(trial.user_iteration or trial.iteration)]
+             for item in reachable(trial.user_iteration or trial.iteration)]
     for where, module in _named_modules(trial):
         for kind in ("forward_pre", "forward", "backward_pre", "backward"):
             for hook in getattr(module, f"_{kind}_hooks", {}).values():
                 owner = f"kept by a {kind.replace('_', '-')} hook on {where}"
-                items += [(owner, item) for item in _reachable(hook)]
+                items += [(owner, item) for item in reachable(hook)]
         items += [(f"an attribute of {where}", (name, value))
                   for name, value in vars(module).items() if not name.startswith("_")]
     for registry, hooks in tp.global_hook_registries():
         kind = registry.split("._global_")[-1].removesuffix("_hooks").replace("_", "-")
         for hook in list(hooks.values()):
-            items += [(f"kept by a global {kind} hook", item) for item in _reachable(hook)]
+            items += [(f"kept by a global {kind} hook", item) for item in reachable(hook)]
     found: Containers = {}
     for owner, (name, value) in items:
         for label, container in _growables(name, value):
@@ -216,35 +214,6 @@ def growing(snapshots: Sequence[Containers]) -> list[str]:
                 and (value is None or _newest_has_tensor(value))):
             named.append(f"{label} grows by {added:,} {unit}{'s' if added > 1 else ''}")
     return named
-
-
-def _reachable(function: Any, depth: int = 2) -> Iterator[tuple[str, Any]]:
-    """``step_items`` and the globals the function's code names, the public attributes of
-    the plain objects among them, and the same for the plain functions among them (``depth``
-    levels: a step that calls a helper that appends)."""
-    kept = list(step_items(function))  # a bound method's object too, before it is unbound
-    function = getattr(function, "__func__", function)
-    names = getattr(getattr(function, "__code__", None), "co_names", ())
-    namespace = getattr(function, "__globals__", {})
-    items = [*kept, *((name, namespace[name]) for name in names if name in namespace)]
-    yield from items
-    for name, value in items:  # a metrics logger the step calls keeps its lists in itself
-        if _plain_object(value):
-            yield from ((f"{name}.{attr}", v) for attr, v in vars(value).items()
-                        if not attr.startswith("_"))
-    if depth > 1:
-        for _, value in items:
-            if hasattr(value, "__code__") and value is not function:
-                yield from _reachable(value, depth - 1)
-
-
-def _plain_object(value: Any) -> bool:
-    """An instance of a user's class whose attributes may hold what the step keeps (not a
-    function, class or module; not an ``nn.Module``, whose attributes are looked at as the
-    model's)."""
-    return (isinstance(getattr(value, "__dict__", None), dict)
-            and not isinstance(value, (type, types.ModuleType, torch.nn.Module))
-            and not inspect.isroutine(value))
 
 
 def _newest_has_tensor(value: Any) -> bool:

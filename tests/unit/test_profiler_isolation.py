@@ -9,6 +9,7 @@ profile at many more places. KeyboardInterrupt raised from inside the iteration 
 
 from __future__ import annotations
 
+import copy
 import random
 
 import numpy
@@ -171,3 +172,38 @@ def test_a_dispatch_mode_the_step_leaves_on_the_stack_is_taken_off():
     report = run(iteration_provider, lambda: nn.Sequential(nn.Linear(8, 2)))
     assert report.iteration_ms > 0
     assert_same(before, snapshot())
+
+
+def test_a_step_that_steps_the_users_own_optimizer_is_refused_before_it_runs():
+    """The notebook's pattern: ``opt`` built over the model the user keeps, and a step that
+    uses it. The profile trains a copy of the model, which that optimizer never updates, while
+    every profiled step zeroed and stepped the user's (an Adam's step count 5 → 140, its
+    scheduler's learning rate 0.01 → 6e-07, the weights moved)."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=2)
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(torch.randn(4, 8)), torch.randint(0, 2, (4,))).backward()
+    opt.step()
+    sched.step()
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    state, lr = copy.deepcopy(opt.state_dict()), opt.param_groups[0]["lr"]
+    before = snapshot()
+
+    def iteration_provider(given):
+        def iteration(x, y):
+            opt.zero_grad()
+            nn.functional.cross_entropy(given(x), y).backward()
+            opt.step()
+            sched.step()
+        return iteration
+
+    with pytest.raises(ProviderError, match="uses 'opt', an optimizer over the parameters of "
+                                            "the model you keep") as info:
+        run(iteration_provider, lambda: model)
+    assert "Build the optimizer inside the iteration provider" in str(info.value)
+    assert_same(before, snapshot())
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, weights[key]), key
+    assert opt.param_groups[0]["lr"] == lr and sched.last_epoch == 1
+    assert str(opt.state_dict()) == str(state)
