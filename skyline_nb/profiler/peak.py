@@ -374,6 +374,9 @@ def named_tensors(model: Any, inputs: Iterable[Any],
     for tensor in optimizer_state_tensors(optimizers):
         yield Category.OPTIMIZER, tensor
     for tensor in inputs:
-        yield Category.INPUTS, tensor
-        if isinstance(tensor, torch.Tensor) and tensor.is_leaf and tensor.grad is not None:
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        if not tp.borrowed(tensor):  # a slice of the user's dataset is theirs
+            yield Category.INPUTS, tensor
+        if tensor.is_leaf and tensor.grad is not None:
             yield Category.INPUTS, tensor.grad

@@ -77,10 +77,11 @@ class Trial:
         return [t.grad for t in self.input_tensors if t.is_leaf and t.grad is not None]
 
     def held_input_bytes(self) -> int:
-        """Bytes of the input tensors and their ``input_grads``, each storage once."""
+        """Bytes of the input tensors and their ``input_grads``, each storage once; not of a
+        slice of a tensor the user keeps (``torch_private.borrowed``)."""
         from skyline_nb.profiler import torch_private as tp
 
-        tensors = self.input_tensors + self.input_grads()
+        tensors = [t for t in self.input_tensors if not tp.borrowed(t)] + self.input_grads()
         return sum({tp.storage_key(part): tp.storage_nbytes(part)
                     for t in tensors for part in tp.storage_parts(t)}.values())
 

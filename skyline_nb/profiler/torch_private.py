@@ -129,6 +129,15 @@ def storage_nbytes(tensor: torch.Tensor) -> int:
     return int(tensor.untyped_storage().nbytes())
 
 
+def borrowed(tensor: torch.Tensor) -> bool:
+    """A strided view that spans less than its storage holds: a batch sliced from a tensor the
+    user keeps (``X[:batch_size]`` of a dataset in memory), whose memory is theirs, allocated
+    before and kept after, and not the batch's (its whole storage read as "inputs": 20.6 MB for
+    a 64-row batch, and "other" −20.6 MB)."""
+    return (tensor.layout == torch.strided
+            and tensor.numel() * tensor.element_size() < storage_nbytes(tensor))
+
+
 def on_storage_free(tensor: torch.Tensor, callback: Callable[..., None], *args: Any) -> None:
     """Call ``callback(*args)`` when the storage behind ``tensor`` is freed.
 

@@ -187,6 +187,35 @@ def test_garbage_the_model_provider_leaves_in_cycles_is_not_in_the_peak() -> Non
     assert peaks[0] == peaks[1]
 
 
+def test_batches_sliced_from_a_dataset_in_memory_are_no_memory_of_the_steps() -> None:
+    """``X[:batch_size]`` of a 5 MB dataset the user keeps: each view's whole storage read as
+    "inputs" (20.6 MB for a 64-row batch of a 20 MB one) and "other" as minus that; the
+    dataset is the user's, allocated before and kept after, in no number of the step's."""
+    data, labels = torch.randn(20_000, 64), torch.randint(0, 10, (20_000,))
+
+    def inputs(batch_size: int = 32) -> tuple:
+        return data[:batch_size], labels[:batch_size]
+
+    def model() -> torch.nn.Module:
+        return torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                   torch.nn.Linear(128, 10))
+
+    report = profile(model, inputs, _sgd_step, device="cpu", predict=False)
+    _consistent(report)
+    assert report.categories[Category.INPUTS] == 0
+    assert abs(report.categories[Category.UNTRACKED]) <= OTHER_ROUNDING * report.peak_bytes
+
+
+def _sgd_step(net: torch.nn.Module):
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        optimizer.step()
+    return step
+
+
 def test_an_optimizers_closure_is_the_models_forward_and_backward_not_the_optimizers() -> None:
     """L-BFGS runs the step's forward and backward in a closure inside its ``step``: they drew
     on the optimizer's node (its forward), as unlinked "AddmmBackward0" ops (its backward), its
