@@ -1,12 +1,13 @@
 """Measurements leave no trace in the user's session, even when interrupted.
 
 Saved on entry and put back on exit, whether the measurement returns or raises
-(KeyboardInterrupt too): the RNG states (torch CPU and CUDA, Python ``random``, NumPy), grad
-and anomaly modes, torch's thread count and global flags; whatever the measurement added and
-an interrupt kept it from removing is removed: global module and optimizer hooks, dispatch and
-function modes, saved-tensor hooks, a running profiler session. Memory is released. Models are
-always fresh from the provider (``providers.build_trial`` copies one the user holds), so
-training them cannot touch the user's objects.
+(KeyboardInterrupt too): the RNG states (torch CPU and CUDA, Python ``random``, NumPy), grad,
+forward-AD and anomaly modes, autocast, torch's thread count and global flags; whatever the
+measurement added and an interrupt kept it from removing is removed: global module and
+optimizer hooks, dispatch and function modes, saved-tensor hooks, a running profiler session.
+Called under ``torch.inference_mode()``, the measurements run outside it. Memory is
+released. Models are always fresh from the provider (``providers.build_trial`` copies one the
+user holds), so training them cannot touch the user's objects.
 
 An interrupt that lands while the state is being put back (Ctrl+C pressed twice, or late) is
 held until the state is whole, then raised: the restore runs with SIGINT deferred, and is
@@ -38,7 +39,9 @@ class _Saved:
     python_rng: Any
     numpy_rng: Any
     grad: bool
+    fwd_grad: bool
     anomaly: tuple[bool, bool]
+    autocast: dict[str, tuple[bool, torch.dtype]]
     threads: int
     flags: dict[str, Any]
     hooks: dict[str, list[Any]]
@@ -55,7 +58,10 @@ def _save(device: Device) -> _Saved:
         python_rng=random.getstate(),
         numpy_rng=_numpy_state(),
         grad=torch.is_grad_enabled(),
+        fwd_grad=tp.fwd_grad_enabled(),
         anomaly=(torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+        autocast={kind: (torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind))
+                  for kind in ("cpu", *(["cuda"] if cuda else []))},
         threads=torch.get_num_threads(),
         flags={name: get() for name, (get, _set) in tp.backend_flags().items()},
         hooks=tp.global_hook_keys(),
@@ -79,6 +85,10 @@ def _restore(saved: _Saved, device: Device) -> None:
         torch.set_num_threads(saved.threads)
     torch.set_anomaly_enabled(*saved.anomaly)
     torch.set_grad_enabled(saved.grad)
+    tp.set_fwd_grad_enabled(saved.fwd_grad)
+    for kind, (enabled, dtype) in saved.autocast.items():  # a step that left autocast on
+        torch.set_autocast_enabled(kind, enabled)
+        torch.set_autocast_dtype(kind, dtype)
     torch.random.set_rng_state(saved.torch_rng)
     for index, state in saved.cuda_rng.items():
         torch.cuda.set_rng_state(state, index)
@@ -96,7 +106,10 @@ def isolated(device: Device) -> Iterator[None]:
     saved = _save(device)
     try:
         torch.set_grad_enabled(True)
-        yield
+        # called inside ``torch.inference_mode()`` every step raised "element 0 of tensors does
+        # not require grad", which blamed the user's step
+        with torch.inference_mode(False):
+            yield
     finally:
         _restore_whole(lambda: _restore(saved, device))
 

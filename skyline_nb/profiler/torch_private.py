@@ -58,6 +58,15 @@ def outside_modes() -> Iterator[None]:
 
 
 # ---- autograd graph -----------------------------------------------------------------------
+def fwd_grad_enabled() -> bool:
+    """Whether forward-mode AD is on (``torch.autograd.forward_ad``'s global switch)."""
+    return bool(need(torch._C, "_is_fwd_grad_enabled", "torch._C")())
+
+
+def set_fwd_grad_enabled(enabled: bool) -> None:
+    need(torch._C, "_set_fwd_grad_enabled", "torch._C")(enabled)
+
+
 def current_autograd_node() -> Any | None:
     """The autograd Node whose backward is running on this thread, or None in forward."""
     return need(torch._C, "_current_autograd_node", "torch._C")()

@@ -35,6 +35,8 @@ def snapshot() -> dict:
         "saved_tensors_hooks": tp.saved_tensors_hooks_top(),
         "threads": torch.get_num_threads(),
         "anomaly": (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+        "autocast": (torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")),
+        "fwd_grad": tp.fwd_grad_enabled(),
         "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
     }
 
@@ -46,7 +48,7 @@ def assert_same(before: dict, after: dict) -> None:
                                                          strict=True))
     assert numpy.array_equal(before["numpy_rng"], after["numpy_rng"])
     for key in ("python_rng", "grad", "flags", "hooks", "modes", "saved_tensors_hooks",
-                "threads", "anomaly"):
+                "threads", "anomaly", "autocast", "fwd_grad"):
         assert before[key] == after[key], key
 
 
@@ -207,3 +209,33 @@ def test_a_step_that_steps_the_users_own_optimizer_is_refused_before_it_runs():
         assert torch.equal(value, weights[key]), key
     assert opt.param_groups[0]["lr"] == lr and sched.last_epoch == 1
     assert str(opt.state_dict()) == str(state)
+
+
+def test_autocast_and_forward_ad_a_step_leaves_changed_are_put_back():
+    """A step that turns autocast on and forward-mode AD off and never back (torch state the
+    profiler promises to keep): they stayed changed after the profile."""
+    before = snapshot()
+
+    def iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def iteration(x, y):
+            torch.set_autocast_enabled("cpu", True)
+            torch._C._set_fwd_grad_enabled(False)
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x).float(), y).backward()
+            optimizer.step()
+
+        return iteration
+
+    run(iteration_provider, lambda: nn.Sequential(nn.Linear(8, 2)))
+    assert_same(before, snapshot())
+
+
+def test_a_profile_called_under_inference_mode_measures_the_step():
+    """Inside ``torch.inference_mode()`` every step raised "element 0 of tensors does not
+    require grad", reported as the user's step failing."""
+    with torch.inference_mode():
+        report = run(make_iteration_provider()[0], lambda: nn.Sequential(nn.Linear(8, 2)))
+        assert torch.is_inference_mode_enabled()
+    assert report.iteration_ms > 0 and report.tree.backward_ms > 0
