@@ -15,6 +15,7 @@ import contextlib
 import io
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 SHOWN_CHARS = 200
 
@@ -39,16 +40,42 @@ class HeldPrints:
                 f"not shown, the last: {last}")
 
 
+class _Holding(io.TextIOBase):
+    """``sys.stdout`` over the profile: writes are held while it runs and go to the stream it
+    replaced after. What the user's code set up meanwhile keeps this object (``logging.basicConfig
+    (stream=sys.stdout)`` in a provider, a progress bar): with the buffer itself in its place,
+    everything such a logger wrote afterwards was lost."""
+
+    def __init__(self, held: io.StringIO, shown: Any) -> None:
+        super().__init__()
+        self.held, self.shown, self.holding = held, shown, True
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.holding or self.shown is None:
+            return self.held.write(text)
+        return self.shown.write(text)
+
+    def flush(self) -> None:
+        if not self.holding and self.shown is not None:
+            self.shown.flush()
+
+
 @contextlib.contextmanager
 def held_prints() -> Iterator[HeldPrints]:
     """Collect ``sys.stdout`` writes in the block; on an error, write them out, then raise."""
     held = HeldPrints()
     shown = sys.stdout
+    holding = _Holding(held.buffer, shown)
     try:
-        with contextlib.redirect_stdout(held.buffer):
+        with contextlib.redirect_stdout(holding):
             yield held
     except BaseException:
         text = held.buffer.getvalue()
         if text and shown is not None:
             shown.write(text)
         raise
+    finally:
+        holding.holding = False

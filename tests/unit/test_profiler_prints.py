@@ -50,3 +50,26 @@ def test_a_failing_profile_shows_what_the_iteration_printed(capsys) -> None:
         profile(*_providers(fail_at=3), device="cpu")
     printed = capsys.readouterr().out
     assert printed == "".join(f"step {k}: loss computed\n" for k in (1, 2, 3))
+
+
+def test_a_stream_the_step_kept_writes_to_the_output_after_the_profile(capsys) -> None:
+    """A provider that sets up logging to ``sys.stdout`` while it is profiled keeps the stream
+    it found: everything it logged after the profile went into the held buffer, lost."""
+    import logging
+
+    model, inputs, iteration_of = _providers()
+    logger = logging.getLogger("skyline_nb.test.kept_stream")
+    logger.propagate = False
+
+    def logging_iteration_of(net: nn.Module):
+        if not logger.handlers:
+            logger.addHandler(logging.StreamHandler(__import__("sys").stdout))
+        return iteration_of(net)
+
+    try:
+        profile(model, inputs, logging_iteration_of, device="cpu", predict=False)
+        capsys.readouterr()
+        logger.warning("after the profile")
+        assert capsys.readouterr().out == "after the profile\n"
+    finally:
+        logger.handlers.clear()
