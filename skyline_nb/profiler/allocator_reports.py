@@ -6,6 +6,7 @@ and its phases by, since kernels allocate below any dispatch mode (``AllocatorRe
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -133,9 +134,14 @@ def _paired(results: object) -> list[tuple[int, int]]:
 @contextlib.contextmanager
 def quiet_native_stderr() -> Iterator[None]:
     """Silence file descriptor 2 for a moment (torch 2.13's kineto logs ``USDT: … profiler_start``
-    from C++ at every profiler start/stop; ipykernel would show those lines in the notebook).
+    from C++ at every profiler start/stop, and "Memory block of unknown size …" at frees inside a
+    window; ipykernel would show those lines in the notebook).
 
-    Only wraps the profiler's own start/stop calls, never the user's code.
+    Python's own writes to ``sys.stderr`` still show where it is that descriptor (a script, the
+    CLI, a terminal): it writes to the saved one meanwhile. A model's constructor warning and a
+    provider's ``print(..., file=sys.stderr)`` inside level 1's window were lost; in a notebook
+    ``sys.stderr`` is ipykernel's stream, not the descriptor. What native code writes to it is
+    dropped (``step_peak.allocator_events``).
     """
     try:
         sys.stderr.flush()
@@ -143,10 +149,25 @@ def quiet_native_stderr() -> Iterator[None]:
     except (OSError, ValueError, AttributeError):
         yield
         return
+    shown = sys.stderr
     try:
+        if _writes_to_descriptor_2(shown):
+            sys.stderr = io.TextIOWrapper(io.FileIO(saved, "w", closefd=False),
+                                          encoding=shown.encoding, errors=shown.errors,
+                                          write_through=True)
         with open(os.devnull, "w") as devnull:
             os.dup2(devnull.fileno(), 2)
             yield
     finally:
+        if sys.stderr is not shown:
+            sys.stderr.flush()
+            sys.stderr = shown
         os.dup2(saved, 2)
         os.close(saved)
+
+
+def _writes_to_descriptor_2(stream: object) -> bool:
+    try:
+        return stream.fileno() == 2  # type: ignore[attr-defined]
+    except (OSError, ValueError, AttributeError):
+        return False

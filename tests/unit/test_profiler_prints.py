@@ -73,3 +73,42 @@ def test_a_stream_the_step_kept_writes_to_the_output_after_the_profile(capsys) -
         assert capsys.readouterr().out == "after the profile\n"
     finally:
         logger.handlers.clear()
+
+
+def test_what_the_model_provider_writes_to_stderr_shows_in_a_script() -> None:
+    """In a script (``sys.stderr`` is descriptor 2) the model provider's stderr and a layer's
+    constructor warning were lost: level 1 builds the model while torch's native logging is
+    silenced on that descriptor."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys, warnings, torch
+        from torch import nn
+        from skyline_nb.profiler.session import profile
+
+        def model():
+            print("building the model", file=sys.stderr)
+            warnings.warn("a layer's own warning")
+            return nn.Linear(8, 2)
+
+        def inputs(batch_size=16):
+            return torch.randn(batch_size, 8), torch.randint(0, 2, (batch_size,))
+
+        def iteration_of(net):
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+            def step(x, y):
+                optimizer.zero_grad()
+                nn.functional.cross_entropy(net(x), y).backward()
+                optimizer.step()
+            return step
+
+        profile(model, inputs, iteration_of, device="cpu", predict=False)
+        print("after", file=sys.stderr)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert "building the model" in done.stderr
+    assert "a layer's own warning" in done.stderr
+    assert done.stderr.rstrip().endswith("after")
