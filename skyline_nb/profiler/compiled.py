@@ -16,7 +16,9 @@ modules in the model; Dynamo is never imported here (a user who never compiled h
 
 from __future__ import annotations
 
+import functools
 import sys
+import warnings
 from typing import Any
 
 # What a compiled module warns at each call while global module hooks (the profiler's) exist.
@@ -28,6 +30,15 @@ COMPILED = (
     "fused kernels show as their separate ops, op times are scaled to the compiled step, and "
     "'other' can be negative by what compilation saves"
 )
+
+
+@functools.cache
+def quiet_compiled_module_warning() -> None:
+    """Ignore that warning from the first instrumented run on: it is about our hooks, not the
+    user's to read. Once per process: a ``warnings.catch_warnings()`` around each run reset
+    Python's once-per-place registry at every run, so a warning the user's step raises showed
+    at each (9 times in one profile, where their loop shows it once)."""
+    warnings.filterwarnings("ignore", message=COMPILED_MODULE_WARNING)
 
 
 def compiled_graphs() -> int:

@@ -37,7 +37,6 @@ BENCHMARKS.md ("Profiler").
 from __future__ import annotations
 
 import time
-import warnings
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +46,7 @@ from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH
 from skyline_nb.profiler import torch_private as tp
-from skyline_nb.profiler.compiled import COMPILED_MODULE_WARNING
+from skyline_nb.profiler.compiled import quiet_compiled_module_warning
 from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import unique_parameters, user_path
@@ -130,7 +129,6 @@ class OperationTracker:
         self._steps = OptimizerSteps(self._parameters)
         self._handles: list[Any] = []
         self._mode: OpMode | None = None
-        self._quiet: warnings.catch_warnings | None = None
         self._last_forward: int | None = None
         # the record the latest op's time went to (the memory run's FLOP counter charges its
         # FLOPs there too, memory_run.py)
@@ -288,9 +286,7 @@ class OperationTracker:
         try:
             # Our global module hooks make a compiled module warn at every call that they fire
             # for it too; they are ours to handle, not the user's to read (compiled.py)
-            self._quiet = warnings.catch_warnings()
-            self._quiet.__enter__()
-            warnings.filterwarnings("ignore", message=COMPILED_MODULE_WARNING)
+            quiet_compiled_module_warning()
             self._handles.append(
                 nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
             )
@@ -328,12 +324,9 @@ class OperationTracker:
             self._steps = OptimizerSteps(self._parameters)
 
     def _release(self) -> None:
-        """Remove the hooks and restore the warning filters."""
+        """Remove the hooks."""
         while self._handles:
             self._handles.pop().remove()
-        if self._quiet is not None:
-            self._quiet.__exit__(None, None, None)
-            self._quiet = None
 
     def finish(self) -> None:
         """Read every timer (after the exit's synchronize) into the records; drop timers."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from skyline_nb.profiler import allocator
+from skyline_nb.profiler.compiled import quiet_compiled_module_warning
 from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError
 from skyline_nb.profiler.isolation import isolated
@@ -58,6 +59,7 @@ def prepare(
         raise ValueError(f"batch_size must be a positive integer, not {size!r}")
     allocator.settle()  # every measurement in the steady state of the host allocator
     load_mode_machinery()  # torch's first use of a dispatch mode: not inside a measurement
+    quiet_compiled_module_warning()  # resets the warnings' registry: before the user's steps
     return Prepared(dev, user_code, providers, size)
 
 

@@ -279,13 +279,20 @@ def backend_flags() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]
     if precision:
         # torch >= 2.9: the legacy allow_tf32 / float32_matmul_precision are views of these, and
         # restoring through them mixes APIs (torch then refuses to read the precision). Parents
-        # are set before children because setting a parent cascades.
+        # are set before children because setting a parent cascades. The legacy precision keeps
+        # a value of its own, put back first: after a provider's
+        # ``set_float32_matmul_precision("high")`` it still read "high", and reading
+        # ``allow_tf32`` raised (a mix of the two APIs); then the new one's, which that sets.
+        def set_precision(values: tuple[str, tuple[str, ...]]) -> None:
+            if torch.get_float32_matmul_precision() != values[0]:
+                torch.set_float32_matmul_precision(values[0])
+            for owner, value in zip(precision, values[1], strict=True):
+                owner.fp32_precision = value
+
         flags["fp32_precision"] = (
-            lambda: tuple(owner.fp32_precision for owner in precision),
-            lambda values: [
-                setattr(owner, "fp32_precision", value)
-                for owner, value in zip(precision, values, strict=True)
-            ],
+            lambda: (torch.get_float32_matmul_precision(),
+                     tuple(owner.fp32_precision for owner in precision)),
+            set_precision,
         )
     else:
         attr("cudnn.allow_tf32", backends.cudnn, "allow_tf32")

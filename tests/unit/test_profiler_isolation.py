@@ -239,3 +239,13 @@ def test_a_profile_called_under_inference_mode_measures_the_step():
         report = run(make_iteration_provider()[0], lambda: nn.Sequential(nn.Linear(8, 2)))
         assert torch.is_inference_mode_enabled()
     assert report.iteration_ms > 0 and report.tree.backward_ms > 0
+
+
+def test_the_float32_matmul_precision_a_provider_sets_is_put_back_whole():
+    """``set_float32_matmul_precision("medium")`` in the iteration provider (the legacy API):
+    torch 2.9+'s per-backend precisions were put back, the legacy one still read "medium", and
+    reading ``allow_tf32`` raised for the mix of the two APIs."""
+    precision = torch.get_float32_matmul_precision()
+    run(make_iteration_provider()[0])
+    assert torch.get_float32_matmul_precision() == precision
+    assert isinstance(torch.backends.cuda.matmul.allow_tf32, bool)

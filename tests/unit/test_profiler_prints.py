@@ -112,3 +112,32 @@ def test_what_the_model_provider_writes_to_stderr_shows_in_a_script() -> None:
     assert "building the model" in done.stderr
     assert "a layer's own warning" in done.stderr
     assert done.stderr.rstrip().endswith("after")
+
+
+def test_a_warning_of_the_step_shows_once_as_in_the_users_loop() -> None:
+    """A warning Python shows once per place (a loss on shapes that broadcast) showed at every
+    instrumented run, 9 times in one profile: each run's ``warnings.catch_warnings()`` reset
+    the registry of warnings shown."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import torch
+        from torch import nn
+        from skyline_nb.profiler.session import profile
+
+        def iteration_of(net):
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+            def step(x, y):
+                optimizer.zero_grad()
+                nn.functional.mse_loss(net(x), y).backward()  # (16, 1) against (16,)
+                optimizer.step()
+            return step
+
+        profile(lambda: nn.Linear(8, 1), lambda batch_size=16: (torch.randn(batch_size, 8),
+                torch.randn(batch_size)), iteration_of, device="cpu", predict=False)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stderr.count("UserWarning") == 1, done.stderr
