@@ -30,7 +30,7 @@ from skyline_nb.profiler.errors import (
 )
 from skyline_nb.profiler.memory import tensor_bytes
 from skyline_nb.profiler.references import computed_tensors, optimizer_over, user_holds
-from skyline_nb.profiler.stacks import UserCode
+from skyline_nb.profiler.stacks import UserCode, raised_at
 
 
 @dataclass
@@ -177,7 +177,7 @@ def _call(providers: Providers, function: Callable[..., Any], role: str, *args: 
     except Exception as exc:
         raise ProviderError(
             f"the {role} {providers.where(function)} raised {type(exc).__name__}: {exc}"
-        ) from exc
+            f"{raised_at(exc, function)}") from exc
 
 
 def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> Any:
@@ -220,9 +220,8 @@ def build_trial(providers: Providers, batch_size: int, device: Device) -> Trial:
         except oom:
             raise
         except Exception as exc:
-            raise ProviderError(
-                f"the iteration {where} raised {type(exc).__name__}: {exc}"
-            ) from exc
+            raise ProviderError(f"the iteration {where} raised {type(exc).__name__}: {exc}"
+                                f"{raised_at(exc, iteration)}") from exc
 
     # what building left in reference cycles (``quantize_dynamic``'s float copy, a layer made
     # and dropped) a plain loop's collector frees before its steps' peak; level 1 pauses the

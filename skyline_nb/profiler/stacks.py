@@ -16,10 +16,11 @@ import functools
 import os
 import sys
 import sysconfig
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
@@ -213,3 +214,15 @@ def default_project_root(*providers: object, cells: CellLookup | None = None) ->
         if path.is_file():
             return path.resolve().parent
     return Path.cwd().resolve()
+
+
+def raised_at(exc: BaseException, function: Callable[..., Any]) -> str:
+    """" (at line N)": the last line of ``function``'s file that ``exc`` passed through, where
+    that is not the line ``where`` names (the definition's); the message named only that one,
+    and the line that raised was in the chained traceback alone."""
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    if code is None:
+        return ""
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if frame.filename == code.co_filename]
+    return f" (at line {lines[-1]})" if lines and lines[-1] != code.co_firstlineno else ""

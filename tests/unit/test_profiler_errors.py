@@ -242,7 +242,8 @@ def test_a_size_the_input_provider_refuses_ends_the_drag_below_it():
     assert report.models.fails_at == 7 and report.models.max_batch_size() == 6
     said = [w for w in report.warnings if w.startswith("at batch size ")]
     assert len(said) == 1 and said[0].startswith("at batch size 7, the input provider")
-    assert said[0].endswith("the dataset has 6 rows, not 7: predictions stop at batch size 6")
+    assert said[0].endswith("the dataset has 6 rows, not 7 (at line 236): predictions stop at "
+                            "batch size 6")
     assert impossible_values(report) == []
 
 
