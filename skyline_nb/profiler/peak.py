@@ -373,10 +373,12 @@ def named_tensors(model: Any, inputs: Iterable[Any],
         yield Category.BUFFERS, buffer
     for tensor in optimizer_state_tensors(optimizers):
         yield Category.OPTIMIZER, tensor
+    inputs = list(inputs)
+    theirs = tp.borrowed(inputs)  # slices of the user's dataset are theirs
     for tensor in inputs:
         if not isinstance(tensor, torch.Tensor):
             continue
-        if not tp.borrowed(tensor):  # a slice of the user's dataset is theirs
+        if tensor.layout != torch.strided or tp.storage_key(tensor) not in theirs:
             yield Category.INPUTS, tensor
         if tensor.is_leaf and tensor.grad is not None:
             yield Category.INPUTS, tensor.grad

@@ -81,7 +81,10 @@ class Trial:
         slice of a tensor the user keeps (``torch_private.borrowed``)."""
         from skyline_nb.profiler import torch_private as tp
 
-        tensors = [t for t in self.input_tensors if not tp.borrowed(t)] + self.input_grads()
+        theirs = tp.borrowed(self.input_tensors)
+        tensors = [t for t in self.input_tensors
+                   if t.layout != torch.strided or tp.storage_key(t) not in theirs]
+        tensors += self.input_grads()
         return sum({tp.storage_key(part): tp.storage_nbytes(part)
                     for t in tensors for part in tp.storage_parts(t)}.values())
 
