@@ -16,7 +16,6 @@ modules in the model; Dynamo is never imported here (a user who never compiled h
 
 from __future__ import annotations
 
-import functools
 import sys
 import warnings
 from typing import Any
@@ -32,12 +31,15 @@ COMPILED = (
 )
 
 
-@functools.cache
 def quiet_compiled_module_warning() -> None:
     """Ignore that warning from the first instrumented run on: it is about our hooks, not the
-    user's to read. Once per process: a ``warnings.catch_warnings()`` around each run reset
-    Python's once-per-place registry at every run, so a warning the user's step raises showed
-    at each (9 times in one profile, where their loop shows it once)."""
+    user's to read. The filter is added where it is missing only (once, unless the user's
+    filters were reset): a ``warnings.catch_warnings()`` around each run reset Python's
+    once-per-place registry at every run, so a warning the user's step raises showed at each
+    (9 times in one profile, where their loop shows it once)."""
+    for action, message, *_ in warnings.filters:
+        if action == "ignore" and getattr(message, "pattern", None) == COMPILED_MODULE_WARNING:
+            return
     warnings.filterwarnings("ignore", message=COMPILED_MODULE_WARNING)
 
 

@@ -160,13 +160,19 @@ def _together(ops: OperationTracker, saved: SavedTensorTracker | None,
 def by_op_of(
     per_op: dict[int | None, int], source: OperationTracker, target: OperationTracker
 ) -> dict[int | None, int]:
-    """Re-key bytes from the memory run's op indices to the timing run's ops (by module and op
-    key); bytes of ops the timing run lacks go to None."""
+    """Re-key bytes (or FLOPs) from the memory run's op indices to the timing run's ops (by
+    module and op key). An op the timing run lacks goes to its last op of that name in that
+    module: a step whose forward runs a varying number of times (L-BFGS's closure, called again
+    by its line search) ran more in one run than in the other, and those FLOPs went to None,
+    the untracked node, which does no op's work ("impossible", ``report_checks``); else to
+    None."""
     index_of = {(r.module, r.key): r.index for r in target.records}
+    last_of = {(r.module, r.name): r.index for r in target.records}
     result: dict[int | None, int] = {}
     for index, nbytes in per_op.items():
         record = source.records[index] if index is not None else None
-        target_index = index_of.get((record.module, record.key)) if record else None
+        target_index = None if record is None else index_of.get(
+            (record.module, record.key), last_of.get((record.module, record.name)))
         result[target_index] = result.get(target_index, 0) + nbytes
     return result
 

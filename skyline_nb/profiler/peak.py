@@ -378,7 +378,7 @@ def named_tensors(model: Any, inputs: Iterable[Any],
     for tensor in inputs:
         if not isinstance(tensor, torch.Tensor):
             continue
-        if tensor.layout != torch.strided or tp.storage_key(tensor) not in theirs:
+        if id(tensor) not in theirs:
             yield Category.INPUTS, tensor
         if tensor.is_leaf and tensor.grad is not None:
             yield Category.INPUTS, tensor.grad

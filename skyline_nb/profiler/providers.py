@@ -82,8 +82,7 @@ class Trial:
         from skyline_nb.profiler import torch_private as tp
 
         theirs = tp.borrowed(self.input_tensors)
-        tensors = [t for t in self.input_tensors
-                   if t.layout != torch.strided or tp.storage_key(t) not in theirs]
+        tensors = [t for t in self.input_tensors if id(t) not in theirs]
         tensors += self.input_grads()
         return sum({tp.storage_key(part): tp.storage_nbytes(part)
                     for t in tensors for part in tp.storage_parts(t)}.values())

@@ -139,24 +139,26 @@ def storage_nbytes(tensor: torch.Tensor) -> int:
 
 
 def borrowed(tensors: list[Any]) -> set[int]:
-    """Storage keys of the strided ``tensors`` that all together span less of their storage than
-    it holds: a batch sliced from a tensor the user keeps (``X[:batch_size]`` of a dataset in
+    """Ids of the strided ``tensors`` that all together span less of their storage than it
+    holds: a batch sliced from a tensor the user keeps (``X[:batch_size]`` of a dataset in
     memory), whose memory is theirs, allocated before and kept after, not the batch's (its whole
     storage read as "inputs": 20.6 MB for a 64-row batch, and "other" −20.6 MB). Views that
     span theirs together (``tokens[:, :-1]`` and ``tokens[:, 1:]``) are the batch's own."""
     spans: dict[int, list[int]] = {}
+    users: dict[int, list[int]] = {}
     for tensor in tensors:
         if (not isinstance(tensor, torch.Tensor) or tensor.layout != torch.strided
-                or tensor.numel() == 0):
+                or tensor.is_nested or tensor.numel() == 0):
             continue
-        size = tensor.element_size()
+        size, key = tensor.element_size(), storage_key(tensor)
         first = tensor.storage_offset()
         last = first + sum((n - 1) * step for n, step in zip(tensor.shape, tensor.stride(),
                                                               strict=True))
-        span = spans.setdefault(storage_key(tensor), [first * size, (last + 1) * size,
-                                                     storage_nbytes(tensor)])
+        span = spans.setdefault(key, [first * size, (last + 1) * size, storage_nbytes(tensor)])
         span[0], span[1] = min(span[0], first * size), max(span[1], (last + 1) * size)
-    return {key for key, (low, high, nbytes) in spans.items() if high - low < nbytes}
+        users.setdefault(key, []).append(id(tensor))
+    return {ident for key, (low, high, nbytes) in spans.items() if high - low < nbytes
+            for ident in users[key]}
 
 
 def on_storage_free(tensor: torch.Tensor, callback: Callable[..., None], *args: Any) -> None:

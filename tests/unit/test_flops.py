@@ -65,3 +65,21 @@ def test_a_double_backwards_flops_are_charged_where_its_time_is_not_to_untracked
     double = [n for n in root.children if n.kind == "op" and n.name == "MmBackward0"]
     assert double and double[0].backward_flops > 0 and double[0].backward_ms > 0
     assert root.forward_flops + root.backward_flops == report.total_flops
+
+
+def test_flops_of_an_op_the_timing_run_lacks_go_to_its_last_op_of_that_name() -> None:
+    """L-BFGS's line search calls the closure a varying number of times: the memory run ran
+    one forward more than the timing run, and its 704,512 FLOPs went to the untracked node
+    (an impossible value: no op's time does work there)."""
+    from types import SimpleNamespace
+
+    from skyline_nb.profiler.memory_run import by_op_of
+    from skyline_nb.profiler.operations import OpRecord
+
+    def run(count: int) -> SimpleNamespace:
+        return SimpleNamespace(records=[OpRecord(i, "addmm", "0", "forward", key=f"addmm#{i}")
+                                        for i in range(count)])
+
+    memory, timing = run(3), run(2)
+    assert by_op_of({0: 10, 1: 20, 2: 30, None: 5}, memory, timing) == {0: 10, 1: 50, None: 5}
+    assert by_op_of({2: 30}, memory, run(0)) == {None: 30}
