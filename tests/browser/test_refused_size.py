@@ -57,7 +57,8 @@ def test_the_drag_stays_between_the_sizes_the_code_refuses(notebook):  # Lab and
     assert facts["fails_below"] == 1 and facts["bottom"] == 2
     said = [w for w in facts["warnings"] if w.startswith("at batch size 25, the input provider")]
     assert len(said) == 1 and "(Cell In[1], line 8)" in said[0], facts
-    assert said[0].endswith("the dataset has 24 rows, not 25: predictions stop at batch size 24")
+    assert said[0].endswith("the dataset has 24 rows, not 25 (at line 10): predictions stop at "
+                            "batch size 24")
     said = [w for w in facts["warnings"] if w.startswith("at batch size 1, the iteration")]
     assert len(said) == 1 and "(Cell In[1], line 15)" in said[0], facts
     assert said[0].endswith("predictions start at batch size 2")
