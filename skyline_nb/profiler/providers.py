@@ -185,6 +185,11 @@ def _call(providers: Providers, function: Callable[..., Any], role: str, *args: 
 def _to_device(value: Any, device: torch.device, found: list[torch.Tensor]) -> Any:
     if isinstance(value, torch.Tensor):
         moved = value.to(device)
+        if moved is value and value.is_leaf and value.requires_grad:
+            # the provider's own tensor (one the user may keep, e.g. for a saliency map): the
+            # steps' gradients go to an alias of it, as its ``.grad`` was the profile's to
+            # change (``take_over_grads`` set it to None, the steps summed into it)
+            moved = value.detach().requires_grad_()
         found.append(moved)
         return moved
     if isinstance(value, (tuple, list)):

@@ -249,3 +249,32 @@ def test_the_float32_matmul_precision_a_provider_sets_is_put_back_whole():
     run(make_iteration_provider()[0])
     assert torch.get_float32_matmul_precision() == precision
     assert isinstance(torch.backends.cuda.matmul.allow_tf32, bool)
+
+
+def test_an_input_the_user_keeps_keeps_its_gradient():
+    """An input provider that returns the user's own tensor, which requires grad and holds a
+    gradient of theirs (a saliency batch): after the profile its ``.grad`` was None (the
+    samples' inputs took it over) or summed into by every step."""
+    batch = torch.randn(4, 8, requires_grad=True)
+    batch.grad = torch.full_like(batch, 0.5)
+    grad = batch.grad
+    labels = torch.randint(0, 2, (4,))
+
+    def user_inputs(batch_size=4):
+        if batch_size == 4:
+            return batch, labels
+        return torch.randn(batch_size, 8, requires_grad=True), torch.randint(0, 2, (batch_size,))
+
+    def iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+        def iteration(x, y):
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+        return iteration
+
+    profile(lambda: nn.Sequential(nn.Linear(8, 2)), user_inputs, iteration_provider,
+            device="cpu")
+    assert batch.grad is grad and torch.equal(grad, torch.full_like(batch, 0.5))
