@@ -24,7 +24,12 @@ from skyline_nb.report import DeviceInfo
 
 
 class CPUOutOfMemoryError(MemoryError):
-    """A CPU measurement needed more than the capacity (available RAM or ``memory_budget``)."""
+    """A CPU measurement needed more than the capacity (available RAM or ``memory_budget``):
+    ``needed`` bytes, or more where the iteration was ``stopped`` as it crossed the budget."""
+
+    def __init__(self, message: str, needed: int | None = None, stopped: bool = False) -> None:
+        super().__init__(message)
+        self.needed, self.stopped = needed, stopped
 
 
 def cuda_oom_type() -> type[BaseException]:

@@ -391,7 +391,6 @@ def _tracked_warmup(
     if device.memory_budget is not None and peak > device.memory_budget:
         raise CPUOutOfMemoryError(
             f"the iteration needs {peak} bytes, more than the CPU memory budget of "
-            f"{device.memory_budget} bytes"
-        )
+            f"{device.memory_budget} bytes", peak)
     return trial, peak, readings
 

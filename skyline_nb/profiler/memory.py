@@ -72,8 +72,8 @@ class LiveStorageTracker(DispatchMode):
             self.peak = self.live
             if self.budget is not None and self.peak > self.budget:
                 raise CPUOutOfMemoryError(
-                    f"the iteration needs more than the CPU memory budget of {self.budget} bytes"
-                )
+                    f"the iteration needs more than the CPU memory budget of {self.budget} bytes",
+                    self.peak, stopped=True)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}

@@ -147,9 +147,13 @@ def _not_fitting(dev: Device, size: int, exc: BaseException) -> StartingBatchOOM
     """The user's batch does not fit: where (the device's memory, or the CPU budget the user
     gave, whose own error says no more than that), and what to try."""
     if isinstance(exc, CPUOutOfMemoryError) and dev.memory_budget is not None:
+        needs = "" if exc.needed is None else (
+            f" (it needs {'more than ' if exc.stopped else ''}{exc.needed} bytes"
+            f"{': it was stopped there' if exc.stopped else ''})")
+        smaller = "a smaller batch size or " if size > 1 else ""
         return StartingBatchOOMError(
             f"one iteration at batch size {size} does not fit in the cpu memory budget of "
-            f"{dev.capacity_bytes()} bytes; try a smaller batch size or a larger memory budget")
+            f"{dev.capacity_bytes()} bytes{needs}; try {smaller}a larger memory budget")
     return StartingBatchOOMError(
         f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
         f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import re
 import subprocess
 import sys
 import textwrap
@@ -151,6 +152,8 @@ def test_out_of_memory_in_the_backward_pass_reads_as_the_batch_not_fitting():
     assert str(failed) == str(cause)
     assert str(failed).startswith("one iteration at batch size 32 does not fit in the cpu memory")
     assert "try a smaller batch size" in str(failed) and "raised" not in str(failed)
+    assert re.search(r"memory budget of 28000 bytes \(it needs more than (\d+) bytes: it was "
+                     r"stopped there\)", str(failed))
     assert failed.user_exception is None
     shown = "".join(failed._render_traceback_())
     assert "torch" not in shown and "Traceback" not in shown
