@@ -189,7 +189,7 @@ def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> No
     out 8–13 % above a plain iteration's peak; a step whose backward adds two gradients of one
     activation kept one more copy under a mode (an Adam step with two heads, +15 % at 2×). The
     memory run tells: its step peak and its phases' at the user's batch, under its modes,
-    against the plain ones (``WarmTrial.modes_change_peaks``)."""
+    against the plain ones (``_modes_changed``)."""
     user = warm.user
     if not _modes_changed(warm, int(OTHER_ROUNDING * user.peak_bytes)):
         return
