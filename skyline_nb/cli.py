@@ -36,6 +36,7 @@ from skyline_nb.cli_args import parse_arguments
 from skyline_nb.entry import (
     Providers,
     UsageError,
+    check_device,
     check_output_place,
     export,
     export_kind,
@@ -102,7 +103,7 @@ def _run(args: argparse.Namespace) -> int:
     output = args.output.expanduser()
     _check_output(output, args.force)
     kind = export_kind(output) if args.command == "profile" else args.command
-    root = _project_root(args)
+    root, _ = _project_root(args), check_device(args.device)
     if not root.is_dir():
         raise UsageError(f"project root {root} is not a folder")
     with _entry_context(entry):

@@ -62,12 +62,37 @@ def find_providers(
             missing.append(" or ".join(candidates))
         elif not callable(namespace[name]):
             kind = type(namespace[name]).__name__
-            raise UsageError(f"{where}: {name} is a {kind}, not a function")
+            article = "an" if kind[:1] in "aeiou" else "a"
+            raise UsageError(f"{where}: {name} is {article} {kind}, not a function")
         else:
             found.append(namespace[name])
     if missing:
         raise UsageError(f"{where} does not define {', '.join(missing)}{hint}")
     return found[0], found[1], found[2]
+
+
+def check_device(device: str | None) -> str | None:
+    """``--device``, refused before anything runs where it cannot be had: cuda without a GPU
+    read as a failed profile (a ValueError from inside, exit 1) and, in a notebook, an empty
+    widget first."""
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: torch sees no CUDA GPU here "
+                             "(torch.cuda.is_available() is False); use --device cpu or leave "
+                             "--device out")
+    return device
+
+
+def int_variable(namespace: dict[str, Any], name: str) -> int:
+    """The batch size ``--batch-size-var NAME`` names: a positive int in ``namespace``."""
+    if name not in namespace:
+        raise UsageError(f"--batch-size-var {name}: no variable `{name}` is defined")
+    value = namespace[name]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"--batch-size-var {name}: `{name}` is {value!r}, not a positive int")
+    return value
 
 
 def parse_size(text: str) -> int:

@@ -39,6 +39,7 @@ from anywidget.experimental import command
 
 from skyline_nb import cells
 from skyline_nb import source as source_edit
+from skyline_nb.entry import int_variable
 from skyline_nb.export.snapshot import snapshot_html
 from skyline_nb.mainthread import on_main_thread
 from skyline_nb.profiler.progress import Progress
@@ -147,7 +148,7 @@ class LiveProfile:
         """Profile (raising on failure, after showing the error in the widget)."""
         model_p, input_p, iteration_p = self._providers()
         if batch_size is None and self.request.batch_size_var:
-            batch_size = _int_variable(self.request.namespace, self.request.batch_size_var)
+            batch_size = int_variable(self.request.namespace, self.request.batch_size_var)
         self.widget.error = ""
         status = "Profiling one training iteration" + (
             f" at batch size {batch_size}…" if batch_size else "…")
@@ -334,7 +335,7 @@ def variable_input_provider(input_p: Callable[..., Any], namespace: dict[str, An
     params = inspect.signature(input_p).parameters
     if "batch_size" in params and params["batch_size"].default is not inspect.Parameter.empty:
         return input_p  # the signature default is the batch size; nothing to bridge
-    default = _int_variable(namespace, variable)
+    default = int_variable(namespace, variable)
 
     def provider(batch_size: int = default) -> Any:
         missing = object()
@@ -360,15 +361,6 @@ def _edit_target(source: BatchSizeSource) -> dict[str, Any]:
         return {}
     keys = ("cell_id", "start_utf16", "end_utf16", "value", "text")
     return {key: getattr(source, key) for key in keys}
-
-
-def _int_variable(namespace: dict[str, Any], name: str) -> int:
-    if name not in namespace:
-        raise NameError(f"--batch-size-var {name}: no variable `{name}` is defined")
-    value = namespace[name]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TypeError(f"--batch-size-var {name}: `{name}` is {value!r}, not a positive int")
-    return value
 
 
 def _text_line() -> contextlib.AbstractContextManager[TextProgress | None]:

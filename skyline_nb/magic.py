@@ -73,6 +73,8 @@ class SkylineMagics(Magics):
         """
         args = parse_argstring(self.skyline, line)
         request = _request(self.shell.user_ns, args)
+        if args.batch_size_var:  # before the widget shows: a usage error, not an empty widget
+            _usage(entry.int_variable, self.shell.user_ns, args.batch_size_var)
         output = Path(args.output) if args.output else None
         if output is not None:
             _usage(entry.export_kind, output)  # refuse a bad name before minutes of profiling
@@ -145,7 +147,7 @@ def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
     return ProfileRequest(
         resolve=lambda: _usage(entry.find_providers, namespace, names, where="the notebook",
                                hint="; define them, or name yours with -m, -i, -t NAME"),
-        device=args.device,
+        device=_usage(entry.check_device, args.device),
         predict=not args.no_predict,
         memory_budget=_usage(entry.parse_size, budget) if budget else None,
         batch_size_var=args.batch_size_var,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from IPython import get_ipython
 from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
@@ -250,7 +251,13 @@ def test_usage_errors_come_before_any_profiling(ip, tmp_path):
                           (f"-o {tmp_path / 'nowhere' / 'x.sqlite'}", "nowhere does not exist"),
                           (f"-o {tmp_path / 'folder.sqlite'}", "is a folder"),
                           ("--batch-size 0", "batch size must be at least 1, not 0"),
-                          ("--batch-size -2", "batch size must be at least 1, not -2")]:
+                          ("--batch-size -2", "batch size must be at least 1, not -2"),
+                          # these two showed an empty widget and a NameError / TypeError
+                          ("--batch-size-var nosuch", "no variable `nosuch` is defined"),
+                          ("--batch-size-var word", "`word` is 'x', not a positive int"),
+                          *([] if torch.cuda.is_available() else  # a ValueError, in the widget
+                            [("--device cuda", "torch sees no CUDA GPU here")])]:
+        ip.user_ns["word"] = "x"
         result = run(ip, f"%%skyline --no-predict {line}\nran = True\n", "cell-s")
         assert isinstance(result.error_in_exec, UsageError) and message in str(result.error_in_exec)
         assert "ran" not in ip.user_ns and skyline_nb.last_report() is before

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 from sample_reports import sample_report
 
 import skyline_nb
@@ -151,7 +152,7 @@ def test_provider_that_is_not_a_function(
 ) -> None:
     entry = _entry(tmp_path, PROVIDERS.format(p="skyline_") + "skyline_model_provider = 3\n")
     code, _, err = _run(["time", entry, "-o", tmp_path / "t.sqlite"], capsys)
-    assert code == 2 and "skyline_model_provider is a int, not a function" in err
+    assert code == 2 and "skyline_model_provider is an int, not a function" in err
 
 
 def test_existing_output_is_refused_before_anything_runs(
@@ -409,3 +410,15 @@ def test_progress_lines_on_stderr_one_per_stage_off_a_terminal(
         "estimating the time left",
         "skyline-nb:  50% timing each op (run 1) · 3 s elapsed · about 3 s left",
     ]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is there to be asked for")
+def test_cuda_asked_for_without_a_gpu_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], recorder: Recorder
+) -> None:
+    """It read "profiling entry.py failed: ValueError: device 'cuda' was asked for …", exit 1,
+    as if the profile had broken."""
+    entry = _entry(tmp_path, PROVIDERS.format(p="skyline_"))
+    code, _, err = _run(["time", entry, "-o", tmp_path / "t.sqlite", "--device", "cuda"], capsys)
+    assert code == 2 and "--device cuda: torch sees no CUDA GPU here" in err
+    assert recorder.calls == []

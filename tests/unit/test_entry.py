@@ -46,7 +46,7 @@ def test_find_providers_by_skyline_or_deepview_name_or_by_the_names_given() -> N
     assert find_providers(namespace, {"iteration": "my_step"}, where="x") == (model, inputs, step)
     with pytest.raises(UsageError, match=r"^x does not define other_model, skyline_input"):
         find_providers({"my_step": step}, {"model": "other_model"}, where="x")
-    with pytest.raises(UsageError, match=r"^x: my_step is a int, not a function$"):
+    with pytest.raises(UsageError, match=r"^x: my_step is an int, not a function$"):
         find_providers({**namespace, "my_step": 3}, {"iteration": "my_step"}, where="x")
 
 
