@@ -73,9 +73,9 @@ def held_warning(trial: Trial, categories: Categories) -> str | None:
     total = sum(size for _, _, size in held)
     parts = ", ".join(f"{type(item).__name__} '{label}' ({format_bytes(size)})"
                       for label, item, size in held)
-    kinds = {isinstance(item, nn.Module) for _, item, _ in held}
-    what = {frozenset({True}): "modules", frozenset({False}): "tensors"}.get(
-        frozenset(kinds), "modules and tensors")
+    modules = [isinstance(item, nn.Module) for _, item, _ in held]
+    what = ("modules" if all(modules) else "tensors" if not any(modules)
+            else "modules and tensors")
     return (f"\"other\" includes {format_bytes(min(total, other))} held by {what} the step "
             f"keeps besides the model ({parts}): they are in the peak, as in your own loop, "
             "but are not the model's weights")

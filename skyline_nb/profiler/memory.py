@@ -82,10 +82,9 @@ class LiveStorageTracker(DispatchMode):
             # a view or alias of an input (a slice of the user's dataset, ``.data`` while a
             # held model is copied) is not new memory: counted whole, a 20 MB dataset the
             # inputs are sliced from made every memory budget too small
-            inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
-                      for part in tp.storage_parts(t)} if func.is_view else set()
+            inputs = storage_keys(tensors_in((args, kwargs))) if func.is_view else set()
             for leaf in tensors_in(out):
-                if not inputs or not {tp.storage_key(p) for p in tp.storage_parts(leaf)} <= inputs:
+                if not inputs or not storage_keys([leaf]) <= inputs:
                     self.track(leaf)
         return out
 

@@ -265,16 +265,6 @@ def test_an_input_the_user_keeps_keeps_its_gradient():
             return batch, labels
         return torch.randn(batch_size, 8, requires_grad=True), torch.randint(0, 2, (batch_size,))
 
-    def iteration_provider(model):
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-
-        def iteration(x, y):
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x), y).backward()
-            optimizer.step()
-
-        return iteration
-
-    profile(lambda: nn.Sequential(nn.Linear(8, 2)), user_inputs, iteration_provider,
+    profile(lambda: nn.Sequential(nn.Linear(8, 2)), user_inputs, make_iteration_provider()[0],
             device="cpu")
     assert batch.grad is grad and torch.equal(grad, torch.full_like(batch, 0.5))
