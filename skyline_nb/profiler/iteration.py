@@ -52,13 +52,7 @@ from skyline_nb.profiler.step_peak import (
     measured_from,
     measured_step,
 )
-from skyline_nb.profiler.timing import (
-    HEADLINE,
-    SAMPLE,
-    Precision,
-    Timing,
-    time_steps,
-)
+from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision, Timing, time_steps
 from skyline_nb.report import Sample
 
 MIN_WARMUP = 3
@@ -255,10 +249,13 @@ def measure_level1(
     warmup: int = MIN_WARMUP,
     precision: Precision = HEADLINE,
     inputs_for: Callable[[int], Inputs] | None = None,
+    before_timing: Callable[[WarmTrial], None] | None = None,
 ) -> tuple[IterationResult, WarmTrial]:
     """Build a fresh trial, measure it, and hand it back warm; raises the device's OOM types
     unchanged. ``inputs_for(n)`` makes inputs for batch size n (for ``WarmTrial.peak_at``;
-    None: the trial keeps its inputs and cannot change size)."""
+    None: the trial keeps its inputs and cannot change size). ``before_timing`` runs on the
+    warm trial before its headline is timed: a ``measured_step`` there follows the warm-up's
+    iteration under the allocator's reports and needs no iteration of its own first."""
     import torch
 
     warmup = max(warmup, MIN_WARMUP)
@@ -291,6 +288,8 @@ def measure_level1(
         warm = WarmTrial(trial, device, inputs_for or _fixed_inputs(trial, batch_size), result)
         if reference is not None:
             warm.reference(reference.inputs, reference.measured)
+        if before_timing is not None:
+            before_timing(warm)
         timing = time_steps(trial.step, device, precision)
         result.iteration_ms, result.timing = timing.result(precision), timing
         result.converged = timing.settled(precision)
@@ -374,6 +373,8 @@ def _tracked_warmup(
                         value = trial.step()
                     readings.after_step()
                     del own_inputs
+                if allocator is not None:
+                    trial.reported_through = trial.steps
         finally:
             tracker.close()
     peak = tracker.peak

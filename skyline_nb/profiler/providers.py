@@ -62,12 +62,19 @@ class Trial:
     where: str
     # the function the iteration provider returned (``iteration`` wraps it), for what it keeps
     user_iteration: Callable[..., Any] | None = None
+    # steps begun, and their count when the CPU allocator last reported a whole one on the
+    # inputs it has now (``step_peak.measured_step``: the next one's frees are all reported)
+    steps: int = 0
+    reported_through: int = -1
 
     def step(self) -> Any:
+        self.steps += 1
         return self.iteration(*self.args, **self.kwargs)
 
     def use_inputs(self, inputs: Inputs) -> None:
         """Train on new inputs (another batch size) from now on; the old ones are dropped."""
+        if inputs[2] is not self.input_tensors:  # what the last step kept is the old ones'
+            self.reported_through = -1
         self.args, self.kwargs, self.input_tensors = inputs
 
     def input_grads(self) -> list[torch.Tensor]:
@@ -132,32 +139,27 @@ def load_providers(
             raise ProviderSignatureError(f"no {role} was given; define one like: {hint}")
         if not callable(function):
             raise ProviderSignatureError(
-                f"the {role} must be a function, not {type(function).__name__}; e.g. {hint}"
-            )
+                f"the {role} must be a function, not {type(function).__name__}; e.g. {hint}")
     providers = Providers(model_provider, input_provider, iteration_provider, None, user_code)
     if _required(_parameters(model_provider, "model provider")):
         raise ProviderSignatureError(
-            f"the model provider {providers.where(model_provider)} must take no arguments"
-        )
+            f"the model provider {providers.where(model_provider)} must take no arguments")
     params = _parameters(input_provider, "input provider")
     batch = next((p for p in params if p.name == "batch_size"), None)
     if batch is None or batch.kind is batch.POSITIONAL_ONLY:
         raise ProviderSignatureError(
             f"the input provider {providers.where(input_provider)} needs a `batch_size` parameter "
-            "with an integer default, e.g. def skyline_input_provider(batch_size=32)"
-        )
+            "with an integer default, e.g. def skyline_input_provider(batch_size=32)")
     others = [p for p in _required(params) if p.name != "batch_size"]
     if others:
         raise ProviderSignatureError(
             f"the input provider {providers.where(input_provider)} may only require `batch_size`"
-            f", but also requires {', '.join(p.name for p in others)}"
-        )
+            f", but also requires {', '.join(p.name for p in others)}")
     if batch.default is not batch.empty:
         if isinstance(batch.default, bool) or not isinstance(batch.default, int):
             raise ProviderSignatureError(
                 f"the input provider {providers.where(input_provider)} has batch_size default "
-                f"{batch.default!r}; it must be an integer literal like 32"
-            )
+                f"{batch.default!r}; it must be an integer literal like 32")
         providers.default_batch_size = batch.default
     params = _parameters(iteration_provider, "iteration provider")
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -165,8 +167,7 @@ def load_providers(
     if len(_required(params)) > 1 or not (positional or variadic):
         raise ProviderSignatureError(
             f"the iteration provider {providers.where(iteration_provider)} must take exactly one "
-            "argument, the model, and return the iteration function"
-        )
+            "argument, the model, and return the iteration function")
     return providers
 
 

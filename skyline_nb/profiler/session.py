@@ -42,6 +42,7 @@ from skyline_nb.profiler.memory import (
     unique_parameters,
 )
 from skyline_nb.profiler.memory_run import (
+    MemoryRun,
     at_plain_peak,
     by_op_of,
     instrumented_excess,
@@ -113,10 +114,22 @@ def profile(
             reporter.stage("measuring this machine's peak FLOP/s and memory bandwidth", 0)
             with reporter.uncounted():
                 roofline(dev)
+        runs: list[MemoryRun] = []
+
+        def measure_memory(warm: WarmTrial) -> None:
+            runs.append(memory_run(warm.trial, dev, user_code, warm.user_inputs, warnings))
+            warm.tracked = runs[0].step
+
+        # CPU: the memory run right after the warm-up's window, which saves it an iteration
+        # of the user's (``step_peak.measured_step``); CUDA as proven on a GPU, after the timing
+        early = dev.kind == "cpu"
         try:
-            reporter.stage("building the model and timing an iteration", 7)
+            reporter.stage("building the model, measuring its memory and timing an iteration"
+                           if early else "building the model and timing an iteration",
+                           9 if early else 7)
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
-                                          inputs_for=InputsAtAnySize(providers, size, dev))
+                                          inputs_for=InputsAtAnySize(providers, size, dev),
+                                          before_timing=measure_memory if early else None)
         except dev.oom_types as exc:
             raise _not_fitting(dev, size, exc) from exc
         try:
@@ -126,7 +139,12 @@ def profile(
             unsettled = _unsettled(level1, warm, dev, reporter) if level1.waited else None
             if unsettled is not None:  # a measured speed-up is the note to read first
                 warnings.insert(0 if unsettled.leads else len(warnings), unsettled.note)
-            report = _instrumented(warm, origins, dev, user_code, level1, warnings, reporter)
+            if not runs:
+                reporter.stage("measuring memory at the peak and what each op saves, then "
+                               "timing each op", 2, timed=not covers(2 * level1.iteration_ms))
+                measure_memory(warm)
+            report = _instrumented(warm, runs[0], origins, dev, user_code, level1, warnings,
+                                   reporter)
             report.one_thread = None if unsettled is None else unsettled.one_thread
             report.samples = [level1.sample()]
             # last: on a GPU their budget is the cost bar over the profile measured so far
@@ -193,6 +211,7 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
 
 def _instrumented(
     warm: WarmTrial,
+    run: MemoryRun,
     origins: ParameterOrigins,
     dev: Device,
     user_code: UserCode,
@@ -200,17 +219,12 @@ def _instrumented(
     warnings: list[str],
     reporter: Reporter,
 ) -> Report:
-    """Levels 2 and 3 on the warm trial, assembled with level 1 into the Report."""
+    """Level 2 on the warm trial, assembled with level 1 and the memory ``run`` into the
+    Report."""
     size = level1.batch_size
     trial = warm.trial
     model = trial.model
     params = unique_parameters(model)
-    # the op timing after it is not drawn (``Progress.timed``): this stage names it, where the
-    # memory run (two of the user's iterations at least) lasts long enough to draw it meanwhile
-    reporter.stage("measuring memory at the peak and what each op saves, then timing each op", 2,
-                   timed=not covers(2 * level1.iteration_ms))
-    run = memory_run(trial, dev, user_code, warm.user_inputs, warnings)
-    warm.tracked = run.step
     memory_ops, value = run.ops, run.value
     ops, scaled = reconciled_op_times(level1, trial, dev, user_code, memory_ops.wall_ms,
                                       warnings, reporter)

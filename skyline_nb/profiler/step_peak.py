@@ -45,7 +45,11 @@ def measured_step(
     live-storage tracker's when a profiler of the user's already runs). The allocator reports
     the free of a block only if the block was allocated while it reported, so one iteration runs
     under the reports first: everything the measured one frees was allocated there (unless the
-    trial keeps a block for two iterations or more). That one is on the old inputs, also for
+    trial keeps a block for two iterations or more). Where the trial's last iteration ran under
+    them (``Trial.reported_through``: the memory run right after level 1's window, a sample
+    right after another's peak), that one is it: its blocks' sizes stay known to the
+    allocator between the windows (one iteration of the user's less). That one is on the old
+    inputs, also for
     a smaller batch, where the new ones cost less (a ½× sample's peak took 1.5–1.9 of the user's
     iterations instead of 1.7–2.3 for the example CNN, Transformer and LSTM, BENCHMARKS.md,
     session 22): what a step keeps between iterations that grows with its batch (a model's
@@ -71,7 +75,8 @@ def measured_step(
         return MeasuredStep(max(by_phase.values()), value, by_phase)
     with allocator_events() as allocator:
         before = trial.input_tensors
-        trial.step()
+        if trial.reported_through != trial.steps:
+            trial.step()
         trial.use_inputs(inputs)
         trial.take_over_grads(before)
         if allocator is None:
@@ -85,6 +90,7 @@ def measured_step(
         mark()
         with gc_paused(), around, PhaseMarks(trial.model):
             value = trial.step()
+        trial.reported_through = trial.steps
     return measured_from(allocator, value)
 
 

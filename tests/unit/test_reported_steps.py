@@ -1,0 +1,73 @@
+"""A measured step needs the iteration before it under the CPU allocator's reports (its frees
+are reported only for blocks allocated while it reported); where the trial's last iteration
+ran there on the same inputs, that one serves and no iteration of the user's is spent on it.
+
+The memory run follows level 1's warm-up window this way (``session.profile`` on a CPU): one
+of the user's iterations less in every profile (the example CNN at 2 threads: 31.4 → 28.5 of
+its iterations, BENCHMARKS.md, session 39)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skyline_nb.examples import cnn, mlp
+from skyline_nb.profiler.iteration import WarmTrial, measure_level1
+from skyline_nb.profiler.prepare import prepare
+from skyline_nb.profiler.providers import InputsAtAnySize, build_trial
+from skyline_nb.profiler.step_peak import MeasuredStep, measured_step
+
+PROVIDERS = {
+    "mlp": (mlp.skyline_model_provider, mlp.skyline_input_provider,
+            mlp.skyline_iteration_provider),
+    "cnn": (cnn.skyline_model_provider, cnn.skyline_input_provider,
+            cnn.skyline_iteration_provider),
+}
+
+
+def _warm(name: str, batch: int, before_timing=None) -> WarmTrial:
+    run = prepare(*PROVIDERS[name], batch_size=batch, device="cpu")
+    _, warm = measure_level1(lambda: build_trial(run.providers, batch, run.device), run.device,
+                             batch, inputs_for=InputsAtAnySize(run.providers, batch, run.device),
+                             before_timing=before_timing)
+    return warm
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDERS))
+def test_a_step_right_after_the_warm_ups_window_is_measured_without_one_of_its_own(
+        name: str) -> None:
+    found: list[tuple[int, MeasuredStep]] = []
+
+    def right_after(warm: WarmTrial) -> None:
+        began = warm.trial.steps
+        step = measured_step(warm.trial, warm.device, warm.user_inputs)
+        found.append((warm.trial.steps - began, step))
+
+    warm = _warm(name, 16, right_after)
+    [(ran, chained)] = found
+    assert ran == 1
+    # the same step measured after an iteration of its own reads the same bytes
+    warm.trial.reported_through = -1
+    began = warm.trial.steps
+    again = measured_step(warm.trial, warm.device, warm.user_inputs)
+    assert warm.trial.steps - began == 2
+    assert (again.added, again.by_phase) == (chained.added, chained.by_phase)
+
+
+def test_a_step_on_other_inputs_or_unreported_in_between_asks_for_an_iteration_first() -> None:
+    warm = _warm("mlp", 16)  # its headline's steps ran after the window
+    began = warm.trial.steps
+    measured_step(warm.trial, warm.device, warm.user_inputs)
+    assert warm.trial.steps - began == 2
+    began = warm.trial.steps
+    measured_step(warm.trial, warm.device, warm.user_inputs)  # right after a reported one
+    assert warm.trial.steps - began == 1
+    warm.peak_at(32, categorize=False)  # reported, but on other inputs: they kept 32's
+    began = warm.trial.steps
+    measured_step(warm.trial, warm.device, warm.user_inputs)
+    assert warm.trial.steps - began == 2
+    warm.trial.step()
+    began = warm.trial.steps
+    measured_step(warm.trial, warm.device, warm.user_inputs)
+    assert warm.trial.steps - began == 2
+    assert torch.is_grad_enabled()
