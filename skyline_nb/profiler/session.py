@@ -124,9 +124,10 @@ def profile(
         # of the user's (``step_peak.measured_step``); CUDA as proven on a GPU, after the timing
         early = dev.kind == "cpu"
         try:
-            reporter.stage("building the model, measuring its memory and timing an iteration"
-                           if early else "building the model and timing an iteration",
-                           9 if early else 7)
+            # the op timing after it is not drawn (``Progress.timed``): this stage names it
+            reporter.stage("building the model, measuring its memory, then timing the "
+                           "iteration and each op" if early else
+                           "building the model and timing an iteration", 9 if early else 7)
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
                                           inputs_for=InputsAtAnySize(providers, size, dev),
                                           before_timing=measure_memory if early else None)

@@ -29,7 +29,7 @@ RUNS = {
     "peak_memory": (["--models", "mlp", "--batches", "16"], "| mlp | 16 |"),
     "stage_cost": (["--device", "cpu", "--models", "mlp:16", "--repeats", "1", "--scale",
                     "stock", "--threads", "1", "--steps"], "building the model, measuring its "
-                   "memory and timing an iteration / _tracked_warmup / 16"),
+                   "memory, then timing the iteration and each op / _tracked_warmup / 16"),
     "first_profile": (["--models", "mlp", "--rounds", "1"], "| mlp | 16 |"),
     "new_size_faults": (["--model", "mlp", "--rounds", "1", "--threads", "1", "--settle"],
                         "round 1, 16: steady"),

@@ -34,7 +34,8 @@ def test_end_to_end_time_and_memory_reports(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"wrote {time_report}" in done.stdout
     # the progress
-    assert "% building the model, measuring its memory and timing an iteration · " in done.stderr
+    assert ("% building the model, measuring its memory, then timing the iteration and each op · "
+            in done.stderr)
     with closing(sqlite3.connect(time_report)) as connection:
         rows = connection.execute(
             "SELECT operation_name, forward_ms, backward_ms FROM run_time_entries"

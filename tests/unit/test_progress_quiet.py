@@ -84,7 +84,8 @@ def test_the_stages_of_a_sub_millisecond_step_that_lead_into_timed_work_are_not_
     samples = [p for p in seen if p.stage.startswith("measuring batch size")]
     assert len(samples) >= 2 and all(p.timed for p in samples[:2]), samples  # 2× and ½× or 4×
     assert not seen[0].timed
-    assert seen[0].stage == "building the model, measuring its memory and timing an iteration"
+    assert seen[0].stage == ("building the model, measuring its memory, then timing the "
+                             "iteration and each op")
 
 
 def test_the_profile_s_budget_leaves_out_the_time_the_display_took():
