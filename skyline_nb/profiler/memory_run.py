@@ -133,16 +133,17 @@ def instrumented_excess(categories: Categories, peak_bytes: int,
     differently: a GRU over a packed sequence copies its weights at every time step under a
     mode (+72 blocks of 554 KiB; its peak 542 KB, 8 %, above the plain iteration's); sparse
     gradients 20–42 KB. Or a step that keeps more at every iteration (``kept_per_step``): the
-    memory run comes some iterations after level 1's (L-BFGS filling its history of 100: 86 KiB
-    an iteration, "other" −777 KiB, more than twice the peak)."""
+    memory run comes after level 1's iterations (L-BFGS filling its history of 100: 86 KiB an
+    iteration, "other" −777 KiB, more than twice the peak, when it came after the timing; −264
+    KiB as the iteration right after level 1's window on a CPU, session 39)."""
     other = categories[Category.UNTRACKED]
     if other >= -OTHER_ROUNDING * peak_bytes:
         return None
     if kept_per_step > 0:
         return (f"at its peak the instrumented iteration held {format_bytes(-other)} more than "
                 f"the plain one: your step keeps {format_bytes(kept_per_step)} more alive at "
-                "every iteration, and the instrumented one ran some iterations later; the memory "
-                "categories describe it, so \"other\" is negative by that much")
+                "every iteration, and the instrumented one ran after the ones its peak was read "
+                "from; the memory categories describe it, so \"other\" is negative by that much")
     return (f"at its peak the instrumented iteration held {format_bytes(-other)} more than the "
             "plain one: its work differs from step to step (e.g. a random depth), or PyTorch "
             "runs some ops differently under the profiler's dispatch mode (e.g. an RNN over a "

@@ -115,10 +115,17 @@ def profile(
             with reporter.uncounted():
                 roofline(dev)
         runs: list[MemoryRun] = []
+        noted: list[str] = []  # the memory run's warnings, said after level 1's as before
 
         def measure_memory(warm: WarmTrial) -> None:
-            runs.append(memory_run(warm.trial, dev, user_code, warm.user_inputs, warnings))
+            runs.append(memory_run(warm.trial, dev, user_code, warm.user_inputs, noted))
             warm.tracked = runs[0].step
+
+        def before_timing(warm: WarmTrial) -> None:
+            try:
+                measure_memory(warm)
+            except dev.oom_types as exc:  # the user's batch ran: not "does not fit"
+                raise _Carried(exc) from exc
 
         # CPU: the memory run right after the warm-up's window, which saves it an iteration
         # of the user's (``step_peak.measured_step``); CUDA as proven on a GPU, after the timing
@@ -130,9 +137,11 @@ def profile(
                            "building the model and timing an iteration", 9 if early else 7)
             level1, warm = measure_level1(build, dev, size, precision=HEADLINE,
                                           inputs_for=InputsAtAnySize(providers, size, dev),
-                                          before_timing=measure_memory if early else None)
+                                          before_timing=before_timing if early else None)
         except dev.oom_types as exc:
             raise _not_fitting(dev, size, exc) from exc
+        except _Carried as carried:
+            raise carried.error from None
         try:
             reporter.iteration_ms = level1.iteration_ms
             warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
@@ -144,6 +153,7 @@ def profile(
                 reporter.stage("measuring memory at the peak and what each op saves, then "
                                "timing each op", 2, timed=not covers(2 * level1.iteration_ms))
                 measure_memory(warm)
+            warnings.extend(noted)
             report = _instrumented(warm, runs[0], origins, dev, user_code, level1, warnings,
                                    reporter)
             report.one_thread = None if unsettled is None else unsettled.one_thread
@@ -160,6 +170,16 @@ def profile(
     warnings[:] = dict.fromkeys(warnings)  # each once: every op timing run may add its own
     reporter.finish()
     return report
+
+
+class _Carried(Exception):
+    """An out-of-memory error of the memory run, carried past level 1's handler, which reads
+    one as the user's batch not fitting; raised as it was (it was before the memory run moved
+    into level 1 on a CPU)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _not_fitting(dev: Device, size: int, exc: BaseException) -> StartingBatchOOMError:

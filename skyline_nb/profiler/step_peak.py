@@ -46,10 +46,9 @@ def measured_step(
     the free of a block only if the block was allocated while it reported, so one iteration runs
     under the reports first: everything the measured one frees was allocated there (unless the
     trial keeps a block for two iterations or more). Where the trial's last iteration ran under
-    them (``Trial.reported_through``: the memory run right after level 1's window, a sample
-    right after another's peak), that one is it: its blocks' sizes stay known to the
-    allocator between the windows (one iteration of the user's less). That one is on the old
-    inputs, also for
+    them on the same inputs (``Trial.reported_through``: the memory run right after level 1's
+    window), that one is it: its blocks' sizes stay known to the allocator between the windows
+    (one iteration of the user's less). That one is on the old inputs, also for
     a smaller batch, where the new ones cost less (a ½× sample's peak took 1.5–1.9 of the user's
     iterations instead of 1.7–2.3 for the example CNN, Transformer and LSTM, BENCHMARKS.md,
     session 22): what a step keeps between iterations that grows with its batch (a model's

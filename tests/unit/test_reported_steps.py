@@ -71,3 +71,24 @@ def test_a_step_on_other_inputs_or_unreported_in_between_asks_for_an_iteration_f
     measured_step(warm.trial, warm.device, warm.user_inputs)
     assert warm.trial.steps - began == 2
     assert torch.is_grad_enabled()
+
+
+def test_an_out_of_memory_in_the_memory_run_is_raised_as_it_was() -> None:
+    """The memory run is inside level 1 on a CPU, whose handler reads an out-of-memory as the
+    user's batch not fitting ("try a smaller batch size"); the batch ran there: the error
+    stays the step's own."""
+    from torch import nn
+
+    from skyline_nb.profiler.session import profile
+
+    def iteration_provider(model: nn.Module):
+        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
+            loss = nn.functional.cross_entropy(model(x), y)
+            if torch._C._len_torch_dispatch_stack() > 0:  # only the memory run's modes
+                raise torch.OutOfMemoryError("out of memory under the instrumentation")
+            loss.backward()
+        return iteration
+
+    with pytest.raises(torch.OutOfMemoryError, match="under the instrumentation"):
+        profile(mlp.skyline_model_provider, mlp.skyline_input_provider, iteration_provider,
+                batch_size=16, device="cpu", predict=False)
