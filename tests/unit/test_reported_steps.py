@@ -92,3 +92,35 @@ def test_an_out_of_memory_in_the_memory_run_is_raised_as_it_was() -> None:
     with pytest.raises(torch.OutOfMemoryError, match="under the instrumentation"):
         profile(mlp.skyline_model_provider, mlp.skyline_input_provider, iteration_provider,
                 batch_size=16, device="cpu", predict=False)
+
+
+def test_an_iteration_that_only_keeps_sizes_serves_as_one_under_the_reports() -> None:
+    """The iteration before a sample's measured one runs with c10 keeping block sizes, not
+    under the profiler's reports (whose every report was read back and dropped): the sample's
+    peak is the same to the byte, and the flag is put back, also when the step raises."""
+    import contextlib
+
+    import skyline_nb.profiler.allocator_reports as reports
+
+    flags = reports._c10_flags()
+    assert flags is not None and not flags[0].value  # torch 2.13's libc10 has it
+    warm = _warm("cnn", 8)
+    kept = reports.sizes_kept
+
+    @contextlib.contextmanager
+    def refused():
+        yield False
+
+    peaks = {}
+    for way in (kept, refused, kept):
+        reports.sizes_kept = way
+        try:
+            peaks.setdefault(way, set()).add(warm.peak_at(16, categorize=False))
+        finally:
+            reports.sizes_kept = kept
+    assert peaks[kept] == peaks[refused] and len(peaks[kept]) == 1
+    assert not flags[0].value
+    with pytest.raises(RuntimeError), kept() as on:
+        assert on and flags[0].value
+        raise RuntimeError("the step raised")
+    assert not flags[0].value
