@@ -103,7 +103,8 @@ def _run(args: argparse.Namespace) -> int:
     output = args.output.expanduser()
     _check_output(output, args.force)
     kind = export_kind(output) if args.command == "profile" else args.command
-    root, _ = _project_root(args), check_device(args.device)
+    check_device(args.device)
+    root = _project_root(args)
     if not root.is_dir():
         raise UsageError(f"project root {root} is not a folder")
     with _entry_context(entry):

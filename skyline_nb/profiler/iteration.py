@@ -374,7 +374,7 @@ def _tracked_warmup(
                     readings.after_step()
                     del own_inputs
                 if allocator is not None:
-                    trial.reported_through = trial.steps
+                    trial.sizes_known_through = trial.steps
         finally:
             tracker.close()
     peak = tracker.peak

@@ -62,10 +62,10 @@ class Trial:
     where: str
     # the function the iteration provider returned (``iteration`` wraps it), for what it keeps
     user_iteration: Callable[..., Any] | None = None
-    # steps begun, and their count when the CPU allocator last reported a whole one on the
-    # inputs it has now (``step_peak.measured_step``: the next one's frees are all reported)
+    # steps begun, and their count when the CPU allocator last knew the sizes of a whole one's
+    # blocks on these inputs (``step_peak.measured_step``: the next one's frees are reported)
     steps: int = 0
-    reported_through: int = -1
+    sizes_known_through: int = -1
 
     def step(self) -> Any:
         self.steps += 1
@@ -74,7 +74,7 @@ class Trial:
     def use_inputs(self, inputs: Inputs) -> None:
         """Train on new inputs (another batch size) from now on; the old ones are dropped."""
         if inputs[2] is not self.input_tensors:  # what the last step kept is the old ones'
-            self.reported_through = -1
+            self.sizes_known_through = -1
         self.args, self.kwargs, self.input_tensors = inputs
 
     def input_grads(self) -> list[torch.Tensor]:

@@ -49,8 +49,8 @@ def measured_step(
     iteration were read and dropped): so one iteration runs so first, and everything the
     measured one frees was allocated there (unless the trial keeps a block for two iterations
     or more). Where the trial's last iteration ran under the reports on the same inputs
-    (``Trial.reported_through``: the memory run right after level 1's window), that one is it
-    (one iteration of the user's less). That one is on the old inputs, also for
+    (``Trial.sizes_known_through``: the memory run right after level 1's window), that one is
+    it (one iteration of the user's less). That one is on the old inputs, also for
     a smaller batch, where the new ones cost less (a ½× sample's peak took 1.5–1.9 of the user's
     iterations instead of 1.7–2.3 for the example CNN, Transformer and LSTM, BENCHMARKS.md,
     session 22): what a step keeps between iterations that grows with its batch (a model's
@@ -77,14 +77,13 @@ def measured_step(
     from skyline_nb.profiler.allocator_reports import sizes_kept
 
     before = trial.input_tensors
-    first = trial.reported_through != trial.steps
-    if first:
+    if trial.sizes_known_through != trial.steps:
         with sizes_kept() as kept:
             if kept:
                 trial.step()
-        first = not kept
+                trial.sizes_known_through = trial.steps
     with allocator_events() as allocator:
-        if first:
+        if trial.sizes_known_through != trial.steps:  # the reports keep them instead
             trial.step()
         trial.use_inputs(inputs)
         trial.take_over_grads(before)
@@ -99,7 +98,7 @@ def measured_step(
         mark()
         with gc_paused(), around, PhaseMarks(trial.model):
             value = trial.step()
-        trial.reported_through = trial.steps
+        trial.sizes_known_through = trial.steps
     return measured_from(allocator, value)
 
 

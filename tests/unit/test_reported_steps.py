@@ -47,7 +47,7 @@ def test_a_step_right_after_the_warm_ups_window_is_measured_without_one_of_its_o
     [(ran, chained)] = found
     assert ran == 1
     # the same step measured after an iteration of its own reads the same bytes
-    warm.trial.reported_through = -1
+    warm.trial.sizes_known_through = -1
     began = warm.trial.steps
     again = measured_step(warm.trial, warm.device, warm.user_inputs)
     assert warm.trial.steps - began == 2
