@@ -2,9 +2,10 @@
 
 Saved on entry and put back on exit, whether the measurement returns or raises
 (KeyboardInterrupt too): the RNG states (torch CPU and CUDA, Python ``random``, NumPy), grad,
-forward-AD and anomaly modes, autocast, torch's thread count and global flags; whatever the
-measurement added and an interrupt kept it from removing is removed: global module and
-optimizer hooks, dispatch and function modes, saved-tensor hooks, a running profiler session.
+forward-AD and anomaly modes, autocast, torch's thread count, default device and global
+settings (``global_flags``); whatever the measurement added and an interrupt kept it from
+removing is removed: global module and optimizer hooks, dispatch and function modes,
+saved-tensor hooks, a running profiler session.
 Called under ``torch.inference_mode()``, the measurements run outside it. Memory is
 released. Models are always fresh from the provider (``providers.build_trial`` copies one the
 user holds), so training them cannot touch the user's objects.
@@ -28,6 +29,7 @@ import torch
 
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.global_flags import global_flags
 
 
 @dataclass
@@ -44,6 +46,7 @@ class _Saved:
     autocast: dict[str, tuple[bool, torch.dtype]]
     threads: int
     flags: dict[str, Any]
+    default_device: torch.device | None
     hooks: dict[str, list[Any]]
     modes: tuple[int, int]
     saved_tensors_hooks: Any
@@ -63,7 +66,8 @@ def _save(device: Device) -> _Saved:
         autocast={kind: (torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind))
                   for kind in ("cpu", *(["cuda"] if cuda else []))},
         threads=torch.get_num_threads(),
-        flags={name: get() for name, (get, _set) in tp.backend_flags().items()},
+        flags={name: get() for name, (get, _set) in global_flags().items()},
+        default_device=tp.default_device_set(),
         hooks=tp.global_hook_keys(),
         modes=tp.mode_stack_depths(),
         saved_tensors_hooks=tp.saved_tensors_hooks_top(),
@@ -76,9 +80,13 @@ def _restore(saved: _Saved, device: Device) -> None:
     if tp.profiler_running() and not saved.profiler:
         tp.stop_profiler()
     tp.pop_saved_tensors_hooks_to(saved.saved_tensors_hooks)
+    if tp.default_device_set() != saved.default_device:
+        # first: its context mode sits under the measurement's modes and takes itself off
+        # (popping the modes first left it set with its mode gone)
+        torch.set_default_device(saved.default_device)
     tp.pop_modes_to(saved.modes)
     tp.remove_global_hooks_since(saved.hooks)
-    for name, (get, set_) in tp.backend_flags().items():
+    for name, (get, set_) in global_flags().items():
         if name in saved.flags and get() != saved.flags[name]:
             set_(saved.flags[name])
     if torch.get_num_threads() != saved.threads:

@@ -264,86 +264,19 @@ def register_parameter_registration_hook(hook: Callable[..., Any]) -> Any:
     )(hook)
 
 
-def backend_flags() -> dict[str, tuple[Callable[[], Any], Callable[[Any], None]]]:
-    """Getter/setter pairs for the global torch flags a user's iteration may flip.
-
-    cudnn.benchmark is the usual one (set inside a model provider, it would leak into the
-    user's session); the rest are snapshotted for the same reason.
-    """
-    backends = torch.backends
-    flags: dict[str, tuple[Callable[[], Any], Callable[[Any], None]]] = {}
-
-    def attr(name: str, owner: Any, field: str) -> None:
-        if hasattr(owner, field):
-            flags[name] = (
-                lambda: getattr(owner, field),
-                lambda value: setattr(owner, field, value),
-            )
-
-    attr("cudnn.enabled", backends.cudnn, "enabled")
-    attr("cudnn.benchmark", backends.cudnn, "benchmark")
-    attr("cudnn.deterministic", backends.cudnn, "deterministic")
-    attr("mkldnn.enabled", backends.mkldnn, "enabled")
-    attr(
-        "cuda.matmul.allow_fp16_reduced_precision_reduction",
-        backends.cuda.matmul,
-        "allow_fp16_reduced_precision_reduction",
-    )
-    precision = _fp32_precision_owners()
-    if precision:
-        # torch >= 2.9: the legacy allow_tf32 / float32_matmul_precision are views of these, and
-        # restoring through them mixes APIs (torch then refuses to read the precision). Parents
-        # are set before children because setting a parent cascades. The legacy precision keeps
-        # a value of its own, put back first: after a provider's
-        # ``set_float32_matmul_precision("high")`` it still read "high", and reading
-        # ``allow_tf32`` raised (a mix of the two APIs); then the new one's, which that sets.
-        def set_precision(values: tuple[str, tuple[str, ...]]) -> None:
-            if torch.get_float32_matmul_precision() != values[0]:
-                torch.set_float32_matmul_precision(values[0])
-            for owner, value in zip(precision, values[1], strict=True):
-                owner.fp32_precision = value
-
-        flags["fp32_precision"] = (
-            lambda: (torch.get_float32_matmul_precision(),
-                     tuple(owner.fp32_precision for owner in precision)),
-            set_precision,
-        )
-    else:
-        attr("cudnn.allow_tf32", backends.cudnn, "allow_tf32")
-        attr("cuda.matmul.allow_tf32", backends.cuda.matmul, "allow_tf32")
-        flags["float32_matmul_precision"] = (
-            torch.get_float32_matmul_precision,
-            torch.set_float32_matmul_precision,
-        )
-    flags["deterministic_algorithms"] = (
-        lambda: (
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-        ),
-        lambda value: torch.use_deterministic_algorithms(value[0], warn_only=value[1]),
-    )
-    flags["default_dtype"] = (torch.get_default_dtype, torch.set_default_dtype)
-    flags["grad_enabled"] = (torch.is_grad_enabled, torch.set_grad_enabled)
-    flags["anomaly"] = (
-        lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
-        lambda value: torch.set_anomaly_enabled(value[0], value[1]),
-    )
-    flags["num_threads"] = (torch.get_num_threads, torch.set_num_threads)
-    return flags
+def print_options() -> dict[str, Any]:
+    """What ``torch.set_printoptions`` last set (torch has no getter), as its keywords."""
+    options = need(torch._tensor_str, "PRINT_OPTS", "torch._tensor_str")
+    return {name: getattr(options, name)
+            for name in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
 
 
-def _fp32_precision_owners() -> list[Any]:
-    """The objects carrying torch >= 2.9's ``fp32_precision``, parents first."""
-    backends = torch.backends
-    owners = []
-    for path in ("", "cuda.matmul", "cudnn", "cudnn.conv", "cudnn.rnn", "mkldnn",
-                 "mkldnn.matmul", "mkldnn.conv", "mkldnn.rnn"):
-        owner: Any = backends
-        for part in filter(None, path.split(".")):
-            owner = getattr(owner, part, None)
-        if owner is not None and hasattr(owner, "fp32_precision"):
-            owners.append(owner)
-    return owners
+def default_device_set() -> torch.device | None:
+    """The device ``torch.set_default_device`` last set (None: unset), read from the context it
+    keeps, not from ``torch.get_default_device``, which also reads a ``with torch.device(...)``
+    block's and says "cpu" where none is set."""
+    context = getattr(need(torch, "_GLOBAL_DEVICE_CONTEXT", "torch"), "device_context", None)
+    return None if context is None else context.device
 
 
 def cuda_spin(cycles: int) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import random
+import sys
 
 import numpy
 import pytest
@@ -20,6 +21,7 @@ from torch import nn
 from skyline_nb.examples import cnn
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.errors import ProviderError
+from skyline_nb.profiler.global_flags import global_flags
 from skyline_nb.profiler.session import profile
 
 
@@ -29,7 +31,8 @@ def snapshot() -> dict:
         "python_rng": random.getstate(),
         "numpy_rng": numpy.random.get_state()[1].copy(),
         "grad": torch.is_grad_enabled(),
-        "flags": {name: get() for name, (get, _set) in tp.backend_flags().items()},
+        "flags": {name: get() for name, (get, _set) in global_flags().items()},
+        "default_device": tp.default_device_set(),
         "hooks": tp.global_hook_keys(),
         "modes": tp.mode_stack_depths(),
         "saved_tensors_hooks": tp.saved_tensors_hooks_top(),
@@ -47,8 +50,8 @@ def assert_same(before: dict, after: dict) -> None:
     assert all(torch.equal(a, b) for a, b in zip(before["cuda_rng"], after["cuda_rng"],
                                                          strict=True))
     assert numpy.array_equal(before["numpy_rng"], after["numpy_rng"])
-    for key in ("python_rng", "grad", "flags", "hooks", "modes", "saved_tensors_hooks",
-                "threads", "anomaly", "autocast", "fwd_grad"):
+    for key in ("python_rng", "grad", "flags", "default_device", "hooks", "modes",
+                "saved_tensors_hooks", "threads", "anomaly", "autocast", "fwd_grad"):
         assert before[key] == after[key], key
 
 
@@ -268,3 +271,58 @@ def test_an_input_the_user_keeps_keeps_its_gradient():
     profile(lambda: nn.Sequential(nn.Linear(8, 2)), user_inputs, make_iteration_provider()[0],
             device="cpu")
     assert batch.grad is grad and torch.equal(grad, torch.full_like(batch, 0.5))
+
+
+@pytest.mark.parametrize("raises", [False, True])
+def test_global_settings_a_provider_flips_are_put_back(raises):
+    """A model provider that sets a default device, flushes denormals, turns a fused attention
+    kernel off, warns always and trims the print options: each of them stayed changed in the
+    user's session after a profile, and the default device's context was left set with its
+    mode taken off the stack (``torch.get_default_device()`` said one thing, new tensors did
+    another)."""
+
+    def model_provider():
+        torch.set_default_device("cpu")
+        torch.set_flush_denormal(True)
+        torch.backends.cuda.enable_flash_sdp(False)
+        torch.set_warn_always(True)
+        torch.set_printoptions(precision=2, linewidth=40)
+        return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+    fails = make_iteration_provider(fail_on_call=3, exception=RuntimeError)[0]
+    before = snapshot()
+    assert before["default_device"] is None
+    assert before["flags"]["flush_denormal"] is False
+    if raises:
+        with pytest.raises(ProviderError):
+            run(fails, model_provider)
+    else:
+        run(make_iteration_provider()[0], model_provider)
+    assert_same(before, snapshot())
+    assert sys.float_info.min * 0.25 > 0  # subnormals again
+    assert torch.backends.cuda.flash_sdp_enabled()
+    assert not torch.is_warn_always_enabled()
+    assert torch._tensor_str.PRINT_OPTS.precision == before["flags"]["print_options"]["precision"]
+    assert not hasattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context") or (
+        torch._GLOBAL_DEVICE_CONTEXT.device_context is None)
+
+
+def test_the_users_own_default_device_stays_set_under_the_measurements_modes():
+    """The user set a default device before the profile and the provider sets another: the
+    user's is back, its context at the bottom of the function-mode stack as torch keeps it."""
+    torch.set_default_device("cpu")
+    try:
+        depth = tp.mode_stack_depths()
+
+        def model_provider():
+            torch.set_default_device("meta")
+            torch.set_default_device(None)
+            return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+        run(make_iteration_provider()[0], model_provider)
+        assert tp.default_device_set() == torch.device("cpu")
+        assert tp.mode_stack_depths() == depth
+        assert torch.zeros(1).device == torch.device("cpu")
+    finally:
+        torch.set_default_device(None)
+    assert tp.mode_stack_depths()[1] == 0
