@@ -13,11 +13,21 @@ that measured 1.05 ms), so the profile must agree with the nearer of the two. Bo
 the 2-core dev box with the spinner: headline +1 … +9 %, Σ ops within −10 … +5 % of it,
 0.1–0.4 s per profile; before this issue: +36 … +230 %, Σ ops up to 450× the iteration,
 3.6–6.3 s):
-- the headline iteration within a factor 2 of a plain loop's median (the regimes above);
-- Σ op times at least 0.5× the headline, and above it by no more than noise plus the dispatch
-  cost each op timed from Python carries (``report_checks.untracked_floor``: 25 % or 8 µs an op
-  node; this MLP's 18 op nodes measured 65–105 µs of it);
+- over the three profiles, the median headline within −25 … +35 % of a plain loop's median and
+  the median Σ op times at least 0.5× the headline; each single profile's headline within
+  0.4–3× and its Σ ops at least 0.3× (the host's own slow phases: below);
+- Σ op times above the headline by no more than noise plus the dispatch cost each op timed
+  from Python carries (``report_checks.untracked_floor``: 25 % or 8 µs an op node; this MLP's
+  18 op nodes measured 65–105 µs of it);
 - no impossible value in the report, and the profile done in ≤ 2 s.
+
+Until session 40 each profile had to be within 2× on its own. The 2-vCPU VM runs in slow
+phases now and then (BENCHMARKS.md, "Host speed phases": 1.5–2.1× slower for 30–500 ms, no
+run-queue wait, no steal time), longer than the MLP's whole 0.2 s profile, and a headline timed
+inside one read 2.09× the plain loops on both sides of it (a CI run), 1.5–1.7× in 1–3 of 30
+profiles here; the single-profile bound failed 2 of 14 runs of this test. The median over the
+profiles holds a bias to a tighter bound than a single profile could, and one phase cannot
+fail it.
 """
 
 from __future__ import annotations
@@ -73,6 +83,7 @@ def plain_loop_median(iterations: int = 300) -> float:
 @pytest.mark.slow
 def test_profiles_under_a_competing_process_agree_with_a_plain_loop(busy_core) -> None:
     assert busy_core.poll() is None
+    ratios, shares, seen = [], [], []
     for _ in range(3):
         before = plain_loop_median()
         start = time.perf_counter()
@@ -81,8 +92,13 @@ def test_profiles_under_a_competing_process_agree_with_a_plain_loop(busy_core) -
         after = plain_loop_median()
         ops_ms = report.iteration_ms - report.untracked_ms
         truth = min((before, after), key=lambda t: abs(report.iteration_ms / t - 1))
-        assert 0.5 <= report.iteration_ms / truth <= 2.0, (report.iteration_ms, before, after)
-        assert ops_ms >= 0.5 * report.iteration_ms, (ops_ms, report.iteration_ms)
+        ratios.append(report.iteration_ms / truth)
+        shares.append(ops_ms / report.iteration_ms)
+        seen.append((report.iteration_ms, ops_ms, before, after))
         assert report.untracked_ms >= untracked_floor(report), (ops_ms, report.iteration_ms)
         assert impossible_values(report) == [], report.warnings
         assert wall_s <= 2.0
+    assert 0.75 <= statistics.median(ratios) <= 1.35, seen
+    assert statistics.median(shares) >= 0.5, seen
+    assert all(0.4 <= r <= 3.0 for r in ratios), seen
+    assert all(share >= 0.3 for share in shares), seen
