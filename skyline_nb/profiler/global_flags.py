@@ -89,7 +89,9 @@ def global_flags() -> Flags:
     flags["num_threads"] = (torch.get_num_threads, torch.set_num_threads)
     flags["warn_always"] = (torch.is_warn_always_enabled, torch.set_warn_always)
     flags["flush_denormal"] = (flushes_denormals, torch.set_flush_denormal)
-    flags["print_options"] = (tp.print_options, lambda value: torch.set_printoptions(**value))
+    if tp.print_options() is not None:
+        flags["print_options"] = (tp.print_options,
+                                  lambda value: torch.set_printoptions(**value))
     for kind in ("flash", "mem_efficient", "math", "cudnn"):  # scaled_dot_product_attention's
         attr_call(flags, f"{kind}_sdp", backends.cuda, f"{kind}_sdp_enabled",
                   f"enable_{kind}_sdp")

@@ -264,9 +264,12 @@ def register_parameter_registration_hook(hook: Callable[..., Any]) -> Any:
     )(hook)
 
 
-def print_options() -> dict[str, Any]:
-    """What ``torch.set_printoptions`` last set (torch has no getter), as its keywords."""
-    options = need(torch._tensor_str, "PRINT_OPTS", "torch._tensor_str")
+def print_options() -> dict[str, Any] | None:
+    """What ``torch.set_printoptions`` last set (torch has no getter), as its keywords; None
+    where this torch keeps them elsewhere (they are then not put back, as before)."""
+    options = getattr(getattr(torch, "_tensor_str", None), "PRINT_OPTS", None)
+    if options is None:
+        return None
     return {name: getattr(options, name)
             for name in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
 
@@ -275,7 +278,9 @@ def default_device_set() -> torch.device | None:
     """The device ``torch.set_default_device`` last set (None: unset), read from the context it
     keeps, not from ``torch.get_default_device``, which also reads a ``with torch.device(...)``
     block's and says "cpu" where none is set."""
-    context = getattr(need(torch, "_GLOBAL_DEVICE_CONTEXT", "torch"), "device_context", None)
+    held = need(torch, "_GLOBAL_DEVICE_CONTEXT", "torch")
+    # torch >= 2.3: a thread-local holding the context; before, the context itself (or None)
+    context = held if hasattr(held, "device") else getattr(held, "device_context", None)
     return None if context is None else context.device
 
 
