@@ -51,7 +51,7 @@ from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import unique_parameters, user_path
 from skyline_nb.profiler.op_mode import OpMode, OpRider
-from skyline_nb.profiler.optimizer_steps import OptimizerSteps
+from skyline_nb.profiler.optimizer_steps import OptimizerSteps, gradient_hooks
 from skyline_nb.profiler.reruns import Reruns
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.report import Frame
@@ -294,6 +294,8 @@ class OperationTracker:
                 nn.modules.module.register_module_forward_hook(self._post_hook, always_call=True)
             )
             self._handles.extend(tp.register_optimizer_step_hooks(self._step_pre, self._step_post))
+            self._handles.extend(gradient_hooks(self._parameters,
+                                                lambda _, grad: self._steps.returned(grad)))
             self._mode = OpMode(self, self.riders)
             self.device.synchronize()
             if self.hold_ms > 0:

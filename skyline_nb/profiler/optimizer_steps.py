@@ -20,12 +20,16 @@ tensors) is the optimizer phase too: an op outside every module's forward and wi
 as the forward's: a 2-layer MLP's update drew on its root's forward (a third of the step, scaled
 with the batch when the widget predicts) and its temporaries, the step's peak, were
 "activations". A forward under ``no_grad`` (an evaluation) runs inside modules and stays one.
+Gradients that ``torch.autograd.grad`` returns for the parameters are gradients too
+(``returned``, told by a hook on each parameter, which autograd calls for ``.backward()`` and
+``autograd.grad`` alike): a step that updates from them (``p.sub_(lr * g)``) drew ``lr * g``
+on its forward and that temporary, its peak, as "activations".
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -89,6 +93,22 @@ class OptimizerSteps:
             self._made[id(tensor)] = weakref.ref(tensor)
         return True
 
+    def returned(self, grad: torch.Tensor) -> None:
+        """Autograd computed ``grad`` for one of the parameters: a seed of an update by hand
+        for as long as it lives (a temporary that backward adds to ``.grad`` dies at once)."""
+        self._made[id(grad)] = weakref.ref(grad)
+
     def _made_here(self, tensor: torch.Tensor) -> bool:
         ref = self._made.get(id(tensor))
         return ref is not None and ref() is tensor
+
+
+def gradient_hooks(parameters: Iterable[torch.Tensor],
+                   seen: Callable[[torch.Tensor, torch.Tensor], None]) -> list[Any]:
+    """A hook on each parameter that requires grad, calling ``seen(parameter, gradient)``
+    whenever autograd computes its gradient (before ``.backward()`` accumulates it, or as
+    ``torch.autograd.grad`` returns it); the gradient is left as it is. Handles to remove."""
+    def hook(param: torch.Tensor) -> Callable[[torch.Tensor], None]:
+        return lambda grad: seen(param, grad)
+
+    return [p.register_hook(hook(p)) for p in parameters if p.requires_grad]

@@ -8,6 +8,7 @@ peak; the storages alive then are put in categories:
 
 - by identity at the end of the iteration, for storages that lived to the end: parameters,
   buffers, gradients (``.grad``), optimizer state (tensors in ``optimizer.state``), inputs;
+  gradients also as backward accumulates them, or ``torch.autograd.grad`` returns them;
 - else by the phase that created them: forward → activations (forward outputs still alive:
   saved for backward, or held by the caller), backward → backward temporaries (activation
   gradients and other tensors backward creates), ``optimizer.step`` → optimizer temporaries.
@@ -36,7 +37,7 @@ from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import optimizer_state_tensors, unique_parameters
-from skyline_nb.profiler.optimizer_steps import OptimizerSteps
+from skyline_nb.profiler.optimizer_steps import OptimizerSteps, gradient_hooks
 
 DispatchMode = tp.dispatch_mode_base()
 
@@ -69,11 +70,9 @@ class PeakSnapshot:
     by_op: dict[int, int] = field(default_factory=dict)
     phase: str = FORWARD
     place: tuple[str, str] | None = None
-    # (phase, module path) -> most bytes the module's forward (or backward) added over what was
-    # alive when it began, counting its descendants
+    # (phase, module path) -> most bytes its forward (or backward) added, descendants counted
     module_added: dict[tuple[str, str], int] = field(default_factory=dict)
-    # parameter name -> bytes of its gradient alive at the peak (the gradients category, split
-    # over the parameters whose ``.grad`` holds them at the end)
+    # parameter name -> bytes of its gradients alive at the peak (the gradients category)
     grads_by_param: dict[str, int] = field(default_factory=dict)
 
 
@@ -115,6 +114,7 @@ class PeakTracker(DispatchMode):
         self._weights: list[torch.Tensor] = []
         self._start: Iterable[tuple[str, Any]] | None = start
         self._steps = OptimizerSteps(self._weights)
+        self._returned: list[tuple[int, _Storage]] = []  # (param id, gradient): _gradient
 
     def _begin(self) -> None:
         """Adopt what is named alive now (``start``), once."""
@@ -253,12 +253,24 @@ class PeakTracker(DispatchMode):
                                                                       always_call=True)]
         self._hooks += [p.register_post_accumulate_grad_hook(self._accumulated)
                         for p in self._weights if p.requires_grad]
+        self._hooks += gradient_hooks(self._weights, self._gradient)
+
+    def _gradient(self, param: torch.Tensor, grad: torch.Tensor) -> None:
+        """Autograd computed a gradient of ``param``: an update by hand may start from it, and
+        unless backward accumulates it into ``.grad`` (``_accumulated``), ``autograd.grad``
+        returned it: a gradient while it lives (``_unhook`` names it), no backward temporary."""
+        self._steps.returned(grad)
+        for part in tp.storage_parts(grad):
+            storage = self._storages.get(tp.storage_key(part))
+            if storage is not None:
+                self._returned.append((id(param), storage))
 
     def _accumulated(self, param: torch.Tensor) -> None:
         """Backward has put a gradient in ``param.grad``: its storage is a gradient for as long
         as it lives. Named only by identity at the end of the iteration, a step that ends by
         ``zero_grad()`` (``opt.step(); opt.zero_grad()``, the tutorials' update by hand, a
         Trainer's order) had none: its gradients counted as backward temporaries."""
+        self._returned = [(owner, s) for owner, s in self._returned if owner != id(param)]
         grad = param.grad
         if grad is None:
             return
@@ -277,6 +289,10 @@ class PeakTracker(DispatchMode):
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
+        for owner, storage in self._returned:
+            if storage.named is None:
+                storage.named, storage.owner = Category.GRADS, owner
+        self._returned = []
 
     def _step_pre(self, optimizer: Any, *_: Any) -> None:
         """Optimizer state is alive since the start (a warm trial) but only reachable now."""

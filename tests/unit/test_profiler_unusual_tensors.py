@@ -265,6 +265,24 @@ def test_an_update_by_hand_is_the_optimizers_node_and_its_temporaries() -> None:
     assert report.categories[Category.ACTIVATIONS] == 0
 
 
+def test_an_update_from_autograd_grads_is_the_optimizers_node_and_they_are_gradients() -> None:
+    """The same update from ``torch.autograd.grad``'s results, never any ``.grad``: its ``mul``
+    drew on the root's forward, its temporary (the peak) was "activations" and the gradients
+    "backward temporaries"."""
+    report = profile(*user_models.updated_from_autograd_grad(), device="cpu", predict=False)
+    _consistent(report)
+    update = next(n for n in report.tree.children if n.kind == "optimizer")
+    assert update.name == "update" and sorted({n.name for n in update.children}) == ["mul", "sub_"]
+    assert not [n for n in report.tree.children if n.kind == "op" and n.name in ("mul", "sub_")]
+    assert report.peak_place.phase == "optimizer"
+    weights = 4 * (128 * 512 + 512 + 512 * 10 + 10)
+    assert report.categories[Category.WEIGHTS] == weights
+    assert report.categories[Category.GRADS] == weights
+    assert report.categories[Category.OPTIMIZER_TEMPORARIES] == 4 * 512 * 128  # the largest
+    assert report.categories[Category.BACKWARD_TEMPORARIES] == 0
+    assert report.categories[Category.ACTIVATIONS] == 0
+
+
 def test_a_torchscript_model_trains_from_a_copy_whose_parameters_are_leaves() -> None:
     """Copied under grad (a ScriptModule always looks held), its parameters were clones: the
     iteration provider's optimizer raised "can't optimize a non-leaf Tensor"."""

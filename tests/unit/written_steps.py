@@ -1,6 +1,6 @@
 """Training steps written out in ways the trackers must recognise (``user_models.ALL`` holds
-them): an update by hand without an optimizer, a trunk with two heads and two losses, a
-TorchScript model.
+them): an update by hand without an optimizer, from ``.grad`` or from ``torch.autograd.grad``,
+a trunk with two heads and two losses, a TorchScript model.
 """
 
 from __future__ import annotations
@@ -22,15 +22,17 @@ def _step(net: nn.Module, optimizer: torch.optim.Optimizer) -> Callable:
     return iteration
 
 
+def _small_net() -> nn.Module:
+    return nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def _small_inputs(batch_size: int = 32) -> tuple:
+    return torch.randn(batch_size, 128), torch.randint(0, 10, (batch_size,))
+
+
 def updated_by_hand() -> Providers:
     """No optimizer object: the update written out under ``no_grad``, as PyTorch's own tutorials
     do ("What is torch.nn really?"), with a temporary per parameter."""
-    def model() -> nn.Module:
-        return nn.Sequential(nn.Linear(128, 512), nn.ReLU(), nn.Linear(512, 10))
-
-    def inputs(batch_size: int = 32) -> tuple:
-        return torch.randn(batch_size, 128), torch.randint(0, 10, (batch_size,))
-
     def iteration_of(net: nn.Module) -> Callable:
         def iteration(x, y):
             for p in net.parameters():
@@ -40,7 +42,22 @@ def updated_by_hand() -> Providers:
                 for p in net.parameters():
                     p -= 0.1 * p.grad
         return iteration
-    return model, inputs, iteration_of
+    return _small_net, _small_inputs, iteration_of
+
+
+def updated_from_autograd_grad() -> Providers:
+    """The same update from the gradients ``torch.autograd.grad`` returns, which are never any
+    ``.grad`` (a functional step, as meta-learning code writes it)."""
+    def iteration_of(net: nn.Module) -> Callable:
+        params = list(net.parameters())
+
+        def iteration(x, y):
+            grads = torch.autograd.grad(F.cross_entropy(net(x), y), params)
+            with torch.no_grad():
+                for p, g in zip(params, grads, strict=True):
+                    p -= 0.1 * g
+        return iteration
+    return _small_net, _small_inputs, iteration_of
 
 
 class TwoHeads(nn.Module):
