@@ -251,25 +251,14 @@ def test_an_optimizer_whose_state_grows_at_every_step_says_why_other_is_negative
     assert any("each iteration keeps" in w for w in report.warnings)
 
 
-def test_an_update_by_hand_is_the_optimizers_node_and_its_temporaries() -> None:
+@pytest.mark.parametrize("written", ["updated_by_hand", "updated_from_autograd_grad"])
+def test_an_update_by_hand_is_the_optimizers_node_and_its_temporaries(written: str) -> None:
     """``p -= 0.1 * p.grad`` under ``no_grad``, no optimizer: its ops drew on the root's
     forward (scaled with the batch by the widget) and its temporary, the step's peak, was
-    "activations" (``optimizer_steps.py``)."""
-    report = profile(*user_models.updated_by_hand(), device="cpu", predict=False)
-    _consistent(report)
-    update = next(n for n in report.tree.children if n.kind == "optimizer")
-    assert update.name == "update" and sorted({n.name for n in update.children}) == ["mul", "sub_"]
-    assert not [n for n in report.tree.children if n.kind == "op" and n.name in ("mul", "sub_")]
-    assert report.peak_place.phase == "optimizer"
-    assert report.categories[Category.OPTIMIZER_TEMPORARIES] == 4 * 512 * 128  # the largest
-    assert report.categories[Category.ACTIVATIONS] == 0
-
-
-def test_an_update_from_autograd_grads_is_the_optimizers_node_and_they_are_gradients() -> None:
-    """The same update from ``torch.autograd.grad``'s results, never any ``.grad``: its ``mul``
-    drew on the root's forward, its temporary (the peak) was "activations" and the gradients
-    "backward temporaries"."""
-    report = profile(*user_models.updated_from_autograd_grad(), device="cpu", predict=False)
+    "activations" (``optimizer_steps.py``). The same from ``torch.autograd.grad``'s results,
+    never any ``.grad``: its ``mul`` still drew on the forward, its temporary was
+    "activations" and the gradients "backward temporaries"."""
+    report = profile(*getattr(user_models, written)(), device="cpu", predict=False)
     _consistent(report)
     update = next(n for n in report.tree.children if n.kind == "optimizer")
     assert update.name == "update" and sorted({n.name for n in update.children}) == ["mul", "sub_"]
