@@ -124,8 +124,5 @@ def flushes_denormals() -> bool:
     has no getter: it sets the thread's FTZ/DAZ bits, which Python's own float arithmetic obeys
     too, so half the smallest normal double reads 0 then). No tensor op: a dispatch mode of the
     user's or an interrupted measurement's would see it."""
-    return sys.float_info.min * _HALF == 0.0
-
-
-_HALF = 0.5  # a name, not a literal: a product of two literals would be folded at compile time
+    return sys.float_info.min / 2 == 0.0
 

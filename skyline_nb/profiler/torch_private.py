@@ -279,7 +279,7 @@ def default_device_set() -> torch.device | None:
     keeps, not from ``torch.get_default_device``, which also reads a ``with torch.device(...)``
     block's and says "cpu" where none is set."""
     held = need(torch, "_GLOBAL_DEVICE_CONTEXT", "torch")
-    # torch >= 2.3: a thread-local holding the context; before, the context itself (or None)
+    # a thread-local holding the context; in older torch (2.1) the context itself, or None
     context = held if hasattr(held, "device") else getattr(held, "device_context", None)
     return None if context is None else context.device
 
