@@ -93,7 +93,7 @@ def global_flags() -> Flags:
         flags["print_options"] = (tp.print_options,
                                   lambda value: torch.set_printoptions(**value))
     for kind in ("flash", "mem_efficient", "math", "cudnn"):  # scaled_dot_product_attention's
-        attr_call(flags, f"{kind}_sdp", backends.cuda, f"{kind}_sdp_enabled",
+        _attr_call(flags, f"{kind}_sdp", backends.cuda, f"{kind}_sdp_enabled",
                   f"enable_{kind}_sdp")
     return flags
 
@@ -112,7 +112,7 @@ def _fp32_precision_owners() -> list[Any]:
     return owners
 
 
-def attr_call(flags: Flags, name: str, owner: Any, getter: str, setter: str) -> None:
+def _attr_call(flags: Flags, name: str, owner: Any, getter: str, setter: str) -> None:
     """A setting read and written by two functions of ``owner``, where this torch has both."""
     get, set_ = getattr(owner, getter, None), getattr(owner, setter, None)
     if callable(get) and callable(set_):

@@ -114,7 +114,7 @@ class PeakTracker(DispatchMode):
         self._weights: list[torch.Tensor] = []
         self._start: Iterable[tuple[str, Any]] | None = start
         self._steps = OptimizerSteps(self._weights)
-        self._returned: list[tuple[int, _Storage]] = []  # (param id, gradient): _gradient
+        self._returned: dict[int, list[_Storage]] = {}  # param id -> gradients: _gradient
 
     def _begin(self) -> None:
         """Adopt what is named alive now (``start``), once."""
@@ -263,14 +263,14 @@ class PeakTracker(DispatchMode):
         for part in tp.storage_parts(grad):
             storage = self._storages.get(tp.storage_key(part))
             if storage is not None:
-                self._returned.append((id(param), storage))
+                self._returned.setdefault(id(param), []).append(storage)
 
     def _accumulated(self, param: torch.Tensor) -> None:
         """Backward has put a gradient in ``param.grad``: its storage is a gradient for as long
         as it lives. Named only by identity at the end of the iteration, a step that ends by
         ``zero_grad()`` (``opt.step(); opt.zero_grad()``, the tutorials' update by hand, a
         Trainer's order) had none: its gradients counted as backward temporaries."""
-        self._returned = [(owner, s) for owner, s in self._returned if owner != id(param)]
+        self._returned.pop(id(param), None)
         grad = param.grad
         if grad is None:
             return
@@ -289,10 +289,10 @@ class PeakTracker(DispatchMode):
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
-        for owner, storage in self._returned:
-            if storage.named is None:
+        for owner, storages in self._returned.items():
+            for storage in (s for s in storages if s.named is None):
                 storage.named, storage.owner = Category.GRADS, owner
-        self._returned = []
+        self._returned = {}
 
     def _step_pre(self, optimizer: Any, *_: Any) -> None:
         """Optimizer state is alive since the start (a warm trial) but only reachable now."""
