@@ -40,7 +40,8 @@ import torch.nn.functional as F
 import written_steps
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode, _pop_mode
 
-from skyline_nb.profiler.peak import PeakTracker, named_tensors
+from skyline_nb.profiler.memory import named_tensors
+from skyline_nb.profiler.peak import PeakTracker
 from skyline_nb.profiler.step_peak import MARK_BYTES, allocator_events, mark
 
 

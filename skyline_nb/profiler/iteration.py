@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 
 from skyline_nb.categories import Categories
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
-from skyline_nb.profiler.memory import LiveStorageTracker
-from skyline_nb.profiler.peak import PeakTracker, named_tensors
+from skyline_nb.profiler.memory import LiveStorageTracker, named_tensors
+from skyline_nb.profiler.peak import PeakTracker
 from skyline_nb.profiler.phases import LABELS, PhaseMarks, shifted
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.retained import READINGS, Readings, take_readings

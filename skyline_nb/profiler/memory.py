@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import CPUOutOfMemoryError
 from skyline_nb.profiler.leaves import tensors_in
@@ -38,7 +39,7 @@ class LiveStorageTracker(DispatchMode):
 
     def __init__(self, device: torch.device, budget: int | None = None) -> None:
         super().__init__()
-        self.device_type = device.type
+        self._on_device = tp.on_device_type(device.type)
         self.budget = budget
         self.live = 0
         self.peak = 0
@@ -50,13 +51,12 @@ class LiveStorageTracker(DispatchMode):
             self.live -= nbytes
 
     def track(self, tensor: torch.Tensor) -> None:
-        if tensor.device.type != self.device_type:
+        if not self._on_device(tensor):
             return
-        for part in tp.storage_parts(tensor):
-            self._track_storage(part)
+        for key, part in tp.keyed_parts(tensor):
+            self._track_storage(key, part)
 
-    def _track_storage(self, tensor: torch.Tensor) -> None:
-        key = tp.storage_key(tensor)
+    def _track_storage(self, key: int, tensor: torch.Tensor) -> None:
         nbytes = tp.storage_nbytes(tensor)
         known = self._sizes.get(key)
         if known == nbytes:
@@ -127,8 +127,7 @@ class SavedTensorTracker:
         if isinstance(tensor, torch.nn.Parameter):
             return ((), tensor)
         keys = []
-        for part in tp.storage_parts(tensor):  # a sparse tensor's: its indices and values
-            key = tp.storage_key(part)
+        for key, part in tp.keyed_parts(tensor):  # a sparse tensor's: its indices and values
             if key in self.excluded:
                 continue
             if key not in self.records:
@@ -189,7 +188,7 @@ def storage_keys(tensors: Iterable[Any]) -> set[int]:
     keys = set()
     for tensor in tensors:
         if isinstance(tensor, torch.Tensor):
-            keys.update(tp.storage_key(part) for part in tp.storage_parts(tensor))
+            keys.update(key for key, _ in tp.keyed_parts(tensor))
     return keys
 
 
@@ -224,3 +223,34 @@ class ParameterOrigins:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+
+
+def grad_owners(model: Any) -> dict[Any, str]:
+    """{storage key: parameter name} of the parameters' gradients now."""
+    return {key: name for name, param in unique_parameters(model)
+            if param.grad is not None for key, _ in tp.keyed_parts(param.grad)}
+
+
+def named_tensors(model: Any, inputs: Iterable[Any],
+                  optimizers: Iterable[Any]) -> Iterator[tuple[str, Any]]:
+    """(category, tensor) of what is named by identity: parameters, their gradients, buffers,
+    optimizer state, the inputs and their gradients (an input that requires grad, e.g. for an
+    adversarial step or a saliency map, gets a ``.grad`` of its own batch's size that no
+    ``optimizer.zero_grad()`` clears: it read as "other" memory)."""
+    for _, param in unique_parameters(model):
+        yield Category.WEIGHTS, param
+        if param.grad is not None:
+            yield Category.GRADS, param.grad
+    for buffer in model.buffers():
+        yield Category.BUFFERS, buffer
+    for tensor in optimizer_state_tensors(optimizers):
+        yield Category.OPTIMIZER, tensor
+    inputs = list(inputs)
+    theirs = tp.borrowed(inputs)  # slices of the user's dataset are theirs
+    for tensor in inputs:
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        if id(tensor) not in theirs:
+            yield Category.INPUTS, tensor
+        if tensor.is_leaf and tensor.grad is not None:
+            yield Category.INPUTS, tensor.grad

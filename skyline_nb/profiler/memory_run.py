@@ -21,9 +21,14 @@ from skyline_nb.export.units import format_bytes
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.flops import FlopTracker
-from skyline_nb.profiler.memory import SavedTensorTracker, storage_keys, unique_parameters
+from skyline_nb.profiler.memory import (
+    SavedTensorTracker,
+    named_tensors,
+    storage_keys,
+    unique_parameters,
+)
 from skyline_nb.profiler.operations import OperationTracker
-from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker, named_tensors
+from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.profiler.step_peak import MeasuredStep, measured_step

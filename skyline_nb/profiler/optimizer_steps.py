@@ -45,8 +45,7 @@ class OptimizerSteps:
     def __init__(self, parameters: Iterable[torch.Tensor] = ()) -> None:
         self._differentiable: list[bool] = []  # one per step running, innermost last
         self._parameters = list(parameters)
-        self._weights = {tp.storage_key(part) for p in self._parameters
-                         for part in tp.storage_parts(p)}
+        self._weights = {key for p in self._parameters for key, _ in tp.keyed_parts(p)}
         self._grads: set[int] | None = None  # their gradients' storages, read once per update
         self._made: dict[int, weakref.ref[torch.Tensor]] = {}  # outputs of updates by hand
 
@@ -83,11 +82,10 @@ class OptimizerSteps:
             return False
         if not any(self._made_here(t) for t in tensors):
             if self._grads is None:
-                self._grads = {tp.storage_key(part) for p in self._parameters
-                               if p.grad is not None for part in tp.storage_parts(p.grad)}
+                self._grads = {key for p in self._parameters if p.grad is not None
+                               for key, _ in tp.keyed_parts(p.grad)}
             seeds = self._weights | self._grads
-            if not any(tp.storage_key(part) in seeds
-                       for t in tensors for part in tp.storage_parts(t)):
+            if not any(key in seeds for t in tensors for key, _ in tp.keyed_parts(t)):
                 return False
         for tensor in tensors_in(out):
             self._made[id(tensor)] = weakref.ref(tensor)

@@ -36,7 +36,13 @@ from torch import nn
 from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.leaves import tensors_in
-from skyline_nb.profiler.memory import optimizer_state_tensors, unique_parameters
+from skyline_nb.profiler.memory import (
+    grad_owners,
+    named_tensors,
+    optimizer_state_tensors,
+    storage_keys,
+    unique_parameters,
+)
 from skyline_nb.profiler.optimizer_steps import OptimizerSteps, gradient_hooks
 
 DispatchMode = tp.dispatch_mode_base()
@@ -93,7 +99,7 @@ class PeakTracker(DispatchMode):
         where: Callable[[], tuple[int, str, str] | None] | None = None,
     ) -> None:
         super().__init__()
-        self.device_type = device.type
+        self._on_device = tp.on_device_type(device.type)
         self.where = where
         self.events = 0
         self.live = 0
@@ -130,10 +136,9 @@ class PeakTracker(DispatchMode):
 
     # ---- following storages ---------------------------------------------------------------
     def _adopt(self, category: str, tensor: Any) -> None:
-        if not isinstance(tensor, torch.Tensor) or tensor.device.type != self.device_type:
+        if not isinstance(tensor, torch.Tensor) or not self._on_device(tensor):
             return
-        for part in tp.storage_parts(tensor):
-            key = tp.storage_key(part)
+        for key, part in tp.keyed_parts(tensor):
             if key in self._storages:
                 continue
             nbytes = self._follow(key, part, born=0, phase=FORWARD, creator=None,
@@ -190,17 +195,21 @@ class PeakTracker(DispatchMode):
     def after_op(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any,
                  before: int) -> None:
         """Follow the storages the op created; note the peak and the module's bytes."""
-        inputs = {tp.storage_key(part) for t in tensors_in((args, kwargs))
-                  if t.device.type == self.device_type for part in tp.storage_parts(t)}
         phase, place = self._now((args, kwargs), out)
-        created = False
+        created, inputs = False, None
         for leaf in tensors_in(out):
-            if leaf.device.type != self.device_type:
+            if not self._on_device(leaf):
                 continue
-            for part in tp.storage_parts(leaf):
-                key = tp.storage_key(part)
-                if key in inputs or key in self._storages:
+            for key, part in tp.keyed_parts(leaf):
+                if key in self._storages:
                     continue
+                # held elsewhere too: an input's, maybe (the inputs are read only then, which
+                # took half of one of a Llama's iterations from its memory run when read always)
+                if tp.storage_shared(key):
+                    inputs = inputs if inputs is not None else storage_keys(
+                        t for t in tensors_in((args, kwargs)) if self._on_device(t))
+                    if key in inputs:
+                        continue
                 if not created:
                     self.events += 1
                     created = True
@@ -260,8 +269,8 @@ class PeakTracker(DispatchMode):
         unless backward accumulates it into ``.grad`` (``_accumulated``), ``autograd.grad``
         returned it: a gradient while it lives (``_unhook`` names it), no backward temporary."""
         self._steps.returned(grad)
-        for part in tp.storage_parts(grad):
-            storage = self._storages.get(tp.storage_key(part))
+        for key, _ in tp.keyed_parts(grad):
+            storage = self._storages.get(key)
             if storage is not None:
                 self._returned.setdefault(id(param), []).append(storage)
 
@@ -274,8 +283,8 @@ class PeakTracker(DispatchMode):
         grad = param.grad
         if grad is None:
             return
-        for part in tp.storage_parts(grad):
-            storage = self._storages.get(tp.storage_key(part))
+        for key, _ in tp.keyed_parts(grad):
+            storage = self._storages.get(key)
             if storage is not None and storage.named in (None, Category.GRADS):
                 storage.named, storage.owner = Category.GRADS, id(param)
 
@@ -317,8 +326,8 @@ class PeakTracker(DispatchMode):
         named = {}
         for category, tensor in end:
             if isinstance(tensor, torch.Tensor):
-                for part in tp.storage_parts(tensor):
-                    named.setdefault(tp.storage_key(part), category)
+                for key, _ in tp.keyed_parts(tensor):
+                    named.setdefault(key, category)
         owners = grad_owners or {}
         by_category: dict[str, int] = {}
         by_op: dict[int, int] = {}
@@ -368,33 +377,3 @@ class PeakTracker(DispatchMode):
         """Stop following; finalizers already registered become no-ops."""
         self._storages.clear()
 
-
-def grad_owners(model: Any) -> dict[Any, str]:
-    """{storage key: parameter name} of the parameters' gradients now."""
-    return {tp.storage_key(part): name for name, param in unique_parameters(model)
-            if param.grad is not None for part in tp.storage_parts(param.grad)}
-
-
-def named_tensors(model: Any, inputs: Iterable[Any],
-                  optimizers: Iterable[Any]) -> Iterator[tuple[str, Any]]:
-    """(category, tensor) of what is named by identity: parameters, their gradients, buffers,
-    optimizer state, the inputs and their gradients (an input that requires grad, e.g. for an
-    adversarial step or a saliency map, gets a ``.grad`` of its own batch's size that no
-    ``optimizer.zero_grad()`` clears: it read as "other" memory)."""
-    for _, param in unique_parameters(model):
-        yield Category.WEIGHTS, param
-        if param.grad is not None:
-            yield Category.GRADS, param.grad
-    for buffer in model.buffers():
-        yield Category.BUFFERS, buffer
-    for tensor in optimizer_state_tensors(optimizers):
-        yield Category.OPTIMIZER, tensor
-    inputs = list(inputs)
-    theirs = tp.borrowed(inputs)  # slices of the user's dataset are theirs
-    for tensor in inputs:
-        if not isinstance(tensor, torch.Tensor):
-            continue
-        if id(tensor) not in theirs:
-            yield Category.INPUTS, tensor
-        if tensor.is_leaf and tensor.grad is not None:
-            yield Category.INPUTS, tensor.grad

@@ -91,8 +91,8 @@ class Trial:
         theirs = tp.borrowed(self.input_tensors)
         tensors = [t for t in self.input_tensors if id(t) not in theirs]
         tensors += self.input_grads()
-        return sum({tp.storage_key(part): tp.storage_nbytes(part)
-                    for t in tensors for part in tp.storage_parts(t)}.values())
+        return sum({key: tp.storage_nbytes(part)
+                    for t in tensors for key, part in tp.keyed_parts(t)}.values())
 
     def take_over_grads(self, old: list[torch.Tensor]) -> None:
         """Give the input tensors what a loop's hold between iterations as ``old`` (the inputs

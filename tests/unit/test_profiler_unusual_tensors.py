@@ -24,6 +24,7 @@ import user_models
 from skyline_nb.categories import Category, NodeKind
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
+from skyline_nb.profiler.peak import PeakTracker
 from skyline_nb.profiler.prepare import measure_iteration
 from skyline_nb.profiler.references import user_holds
 from skyline_nb.profiler.session import profile
@@ -54,6 +55,29 @@ def test_storage_parts_of_each_layout() -> None:
                                         layout=torch.jagged)
     values = max(tp.storage_parts(jagged), key=tp.storage_nbytes)
     assert tp.storage_nbytes(values) == 6 * 3 * 4
+    for tensor in (dense, view, dense.to_sparse(), dense.to_sparse_csr(), jagged,
+                   torch.empty(3, device="meta")):  # the trackers' faster read: the same parts
+        assert [(key, part.shape) for key, part in tp.keyed_parts(tensor)] == [
+            (tp.storage_key(part), part.shape) for part in tp.storage_parts(tensor)]
+        assert tp.on_device_type("cpu")(tensor) == (tensor.device.type == "cpu")
+        assert tp.on_device_type("meta")(tensor) == (tensor.device.type == "meta")
+
+
+def test_an_ops_output_shares_its_storage_where_it_views_an_input_also_unannotated() -> None:
+    """The peak tracker reads an op's inputs only for an output whose storage another tensor
+    holds too (``storage_shared``); ``_unsafe_view`` and ``unsafe_split`` alias their input
+    without saying so in their schemas (an LSTM's gates, a Transformer's reshapes)."""
+    held = torch.randn(1000)  # alive before the tracker, which follows nothing it does not see
+    with PeakTracker(torch.device("cpu"), []) as tracker:
+        views = [torch.ops.aten._unsafe_view(held, [10, 100]),
+                 *torch.ops.aten.unsafe_split(held, 500)]
+        new = held * 2
+        assert tracker.live == new.untyped_storage().nbytes() == 4000
+    assert [tp.storage_shared(key) for view in views for key, _ in tp.keyed_parts(view)] == [
+        True] * 3
+    del held, views
+    ((key, _),) = tp.keyed_parts(new)
+    assert not tp.storage_shared(key)
 
 
 def _consistent(report) -> None:
