@@ -109,17 +109,24 @@ def _paired(results: object) -> list[tuple[int, int]]:
     22,064 B low. A third slower to read than ``events()`` (the tree holds the addresses), so
     only for a block that frees what was made before it (level 1's: building the trial).
     """
+    import torch
     from torch._C import _profiler as profiler_c
 
     allocation = need(profiler_c, "_ExtraFields_Allocation", "torch._C._profiler")
+    cpu = torch.device("cpu")
     reports, stack = [], list(results.experimental_event_tree())  # type: ignore[attr-defined]
+    # each pybind attribute read makes an object (``device.type`` a string, ~0.8 µs): read
+    # once each, and an allocation has no children (a BERT's level-1 window, 4,400 reports:
+    # 14-16 ms, now ~60 % of that)
     while stack:
         event = stack.pop()
         fields = event.extra_fields
-        if (isinstance(fields, allocation) and fields.alloc_size
-                and fields.device.type == "cpu"):
-            reports.append((event.start_time_ns, fields.alloc_size, fields.ptr))
-        stack.extend(event.children)
+        if type(fields) is allocation:
+            size = fields.alloc_size
+            if size and fields.device == cpu:
+                reports.append((event.start_time_ns, size, fields.ptr))
+        else:
+            stack.extend(event.children)
     reports.sort()
     mine: set[int] = set()
     events = []
