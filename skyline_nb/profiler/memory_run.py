@@ -30,7 +30,6 @@ from skyline_nb.profiler.memory import (
 from skyline_nb.profiler.operations import OperationTracker
 from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker
 from skyline_nb.profiler.providers import Inputs, Trial
-from skyline_nb.profiler.stacks import UserCode
 from skyline_nb.profiler.step_peak import MeasuredStep, measured_step
 
 
@@ -47,7 +46,7 @@ class MemoryRun:
     step: MeasuredStep  # what the iteration allocated under the trackers (its value left out)
 
 
-def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs,
+def memory_run(trial: Trial, dev: Device, warm_inputs: Inputs,
                warnings: list[str]) -> MemoryRun:
     """One iteration of the warm ``trial`` on its ``warm_inputs`` under the four trackers, and
     under the allocator's reports (``step_peak.measured_step``): the allocator's bytes at the
@@ -57,26 +56,26 @@ def memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inpu
     raise inside any saved-tensor hooks; such an iteration runs again without them, and the
     activations it saves for backward are then not attributed to ops (``warnings`` says so)."""
     try:
-        return _memory_run(trial, dev, user_code, warm_inputs, saved_hooks=True)
+        return _memory_run(trial, dev, warm_inputs, saved_hooks=True)
     except ProviderError as exc:
         if SAVED_HOOKS_REFUSED not in str(exc.__cause__ or exc):
             raise
     warnings.append(
         "the iteration uses torch.func transforms, which refuse saved-tensor hooks: activations "
         "are not attributed to the ops that saved them (what was alive at the peak still is)")
-    return _memory_run(trial, dev, user_code, warm_inputs, saved_hooks=False)
+    return _memory_run(trial, dev, warm_inputs, saved_hooks=False)
 
 
 # torch.func's error when an iteration transformed by grad/vjp runs inside saved-tensor hooks
 SAVED_HOOKS_REFUSED = "support saved tensor hooks"
 
 
-def _memory_run(trial: Trial, dev: Device, user_code: UserCode, warm_inputs: Inputs,
+def _memory_run(trial: Trial, dev: Device, warm_inputs: Inputs,
                 saved_hooks: bool) -> MemoryRun:
     model = trial.model
     fixed = storage_keys(p for _, p in unique_parameters(model)) | storage_keys(model.buffers())
     fixed |= storage_keys(trial.input_tensors)
-    ops = OperationTracker(model, dev, user_code)
+    ops = OperationTracker(model, dev, None)  # its ops' lines are the timing run's
     saved = SavedTensorTracker(fixed, ops.current_op, ops.op_of_node)
 
     def where() -> tuple[int, str, str] | None:

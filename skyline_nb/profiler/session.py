@@ -118,7 +118,7 @@ def profile(
         noted: list[str] = []  # the memory run's warnings, said after level 1's as before
 
         def measure_memory(warm: WarmTrial) -> None:
-            runs.append(memory_run(warm.trial, dev, user_code, warm.user_inputs, noted))
+            runs.append(memory_run(warm.trial, dev, warm.user_inputs, noted))
             warm.tracked = runs[0].step
 
         def before_timing(warm: WarmTrial) -> None:
