@@ -115,6 +115,7 @@ class PeakTracker(DispatchMode):
         self.optimizers: list[Any] = []  # seen stepping
         # (phase, module path) -> [tracked bytes before its first op, highest since]
         self._module_live: dict[tuple[str, str], list[int]] = {}
+        self._chains: dict[tuple[str, str], list[list[int]]] = {}  # _note_module's, by key
         # (phase, forward op index or None, tracked bytes) after every op, in order
         self.timeline: list[tuple[str, int | None, int]] = []
         self._weights: list[torch.Tensor] = []
@@ -227,13 +228,19 @@ class PeakTracker(DispatchMode):
         self.timeline.append((phase, None if place is None else place[0], self.live))
         if place is None:
             return
-        path = place[1]
-        while True:
-            seen = self._module_live.setdefault((phase, path), [before, before])
-            seen[1] = max(seen[1], before, self.live)
-            if not path:
-                return
-            path = path.rpartition(".")[0]
+        chain = self._chains.get((phase, place[1]))
+        if chain is None:  # the module's and its ancestors' entries, found once
+            chain = self._chains[(phase, place[1])] = []
+            path = place[1]
+            while True:
+                chain.append(self._module_live.setdefault((phase, path), [before, before]))
+                if not path:
+                    break
+                path = path.rpartition(".")[0]
+        high = max(before, self.live)
+        for seen in chain:
+            if high > seen[1]:
+                seen[1] = high
 
     # ---- the optimizer step ---------------------------------------------------------------
     def __enter__(self) -> PeakTracker:
