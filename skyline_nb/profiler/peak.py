@@ -100,6 +100,7 @@ class PeakTracker(DispatchMode):
     ) -> None:
         super().__init__()
         self._on_device = tp.on_device_type(device.type)
+        tp.held_once()  # its tensor made here, not in the allocator's window around the steps
         self.where = where
         self.events = 0
         self.live = 0

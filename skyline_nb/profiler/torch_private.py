@@ -155,13 +155,16 @@ def storage_shared(key: int) -> bool:
     (True where torch cannot say): an op's output that is the only one holding its storage is
     memory the op allocated, and no input's, without reading the op's inputs."""
     use_count = getattr(torch._C, "_storage_Use_Count", None)
-    return use_count is None or use_count(key) > _held_once()
+    return use_count is None or use_count(key) > held_once()
 
 
 @functools.cache
-def _held_once() -> int:
+def held_once() -> int:
     """The use count of a storage one tensor holds, once ``keyed_parts`` read it (2 in torch
-    2.13: the tensor and the Python storage object, which torch keeps as long as the storage)."""
+    2.13: the tensor and the Python storage object, which torch keeps as long as the storage).
+    Read once per process, by allocating a tensor: call it outside any measured window."""
+    if getattr(torch._C, "_storage_Use_Count", None) is None:
+        return 0
     with outside_modes():
         tensor = torch.empty(1)
         ((key, _),) = keyed_parts(tensor)
