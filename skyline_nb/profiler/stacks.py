@@ -140,10 +140,6 @@ class UserCode:
             return None
         return Path(filename).resolve().relative_to(self.project_root).as_posix(), None, None
 
-    def frame_of(self, filename: str, line: int) -> Frame | None:
-        info = self.classify(filename)
-        return None if info is None else self._frame(filename, info, line)
-
     def _frame(self, filename: str, info: _Classified, line: int) -> Frame:
         display, cell_id, entry = info
         self._touched.setdefault(filename, info)

@@ -150,12 +150,15 @@ def keyed_parts(tensor: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
     return [(storage_key(part), part) for part in storage_parts(tensor)]
 
 
+# a storage's reference count by its key (None: this torch has no such reader)
+_storage_use_count: Callable[[int], int] | None = getattr(torch._C, "_storage_Use_Count", None)
+
+
 def storage_shared(key: int) -> bool:
     """Whether a tensor other than the one ``keyed_parts`` read ``key`` from holds that storage
     (True where torch cannot say): an op's output that is the only one holding its storage is
     memory the op allocated, and no input's, without reading the op's inputs."""
-    use_count = getattr(torch._C, "_storage_Use_Count", None)
-    return use_count is None or use_count(key) > held_once()
+    return _storage_use_count is None or _storage_use_count(key) > held_once()
 
 
 @functools.cache
@@ -163,12 +166,12 @@ def held_once() -> int:
     """The use count of a storage one tensor holds, once ``keyed_parts`` read it (2 in torch
     2.13: the tensor and the Python storage object, which torch keeps as long as the storage).
     Read once per process, by allocating a tensor: call it outside any measured window."""
-    if getattr(torch._C, "_storage_Use_Count", None) is None:
+    if _storage_use_count is None:
         return 0
     with outside_modes():
         tensor = torch.empty(1)
         ((key, _),) = keyed_parts(tensor)
-        return int(torch._C._storage_Use_Count(key))
+        return int(_storage_use_count(key))
 
 
 def on_device_type(device_type: str) -> Callable[[torch.Tensor], bool]:
