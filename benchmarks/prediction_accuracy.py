@@ -13,7 +13,13 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
   its mean |error| per round, median over rounds;
 - cost: median over rounds of (wall(predict=True) − wall(predict=False)) / wall(predict=False).
 - off: how many of the profiles' own curves refused to predict (the user sees dragging off);
-  their samples still count in the median fit, which is judged unless it refuses too.
+  their samples still count in the median fit, which is judged unless it refuses too;
+- shape: the curve's growth against the host's pace. Each round measures the start before the
+  first held-out size and again after each one, so every held-out size has the start right
+  before and right after it: truth ratio = T(n) / mean of those two (median over rounds), and
+  shape % = (fit(n) / fit(start)) / truth ratio − 1. A shared host's pace moves by a third
+  between a round's held-out sizes (BENCHMARKS.md, session 42) and takes every absolute error
+  with it; a ratio measured within a second keeps only what the curve itself gets wrong.
 
 Held-out sizes are 1.5, 3, 4, 6 and 8 × the start on CPU; on CUDA 1.25, 2.5, 5, 10 and 14 ×
 (up to 16 × in issue 15: a GPU's samples are the start times powers of two and, since session
@@ -92,6 +98,8 @@ class Row:
     held_out: list[int] = field(default_factory=list)
     beyond: list[int] = field(default_factory=list)  # held-out sizes past the drag range
     time_errors: list[float] = field(default_factory=list)  # median fit, signed %, per size
+    shape_errors: list[float] = field(default_factory=list)  # its growth over the start's, %
+    one_profile_shape: float = float("nan")  # as one_profile_time, of the growth
     memory_errors: list[float] = field(default_factory=list)
     upper_time_errors: list[float] = field(default_factory=list)  # line through top 2
     upper_memory_errors: list[float] = field(default_factory=list)
@@ -200,6 +208,7 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
     walls: dict[bool, list[float]] = {False: [], True: []}
     reports = []
     held: dict[int, list[Sample]] = {}
+    ratios: dict[int, list[float]] = {}  # T(n) / the start's beside it, per round
     for round_ in range(repeats):
         for predict in (False, True) if round_ % 2 == 0 else (True, False):
             began = time.perf_counter()
@@ -214,8 +223,13 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
             sampled = {s.batch_size for s in reports[0].samples}
             row.held_out = sorted({round(start * f) for f in factors} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
+        before = measure_iteration(*provs, start, device).iteration_ms
         for batch in order:
             held.setdefault(batch, []).append(measure_iteration(*provs, batch, device).sample())
+            after = measure_iteration(*provs, start, device).iteration_ms
+            ratios.setdefault(batch, []).append(
+                held[batch][-1].iteration_ms / ((before + after) / 2))
+            before = after
     row.profile_s = statistics.median(walls[False])
     row.sampling_s = statistics.median(t - f for t, f in zip(walls[True], walls[False],
                                                               strict=True))
@@ -236,18 +250,25 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
     )
     row.r2_time = fit.time.r2
     truth = {b: median_sample(runs) for b, runs in held.items()}
+    growth = {b: statistics.median(values) for b, values in ratios.items()}
     trusted = [r for r in reports if r.models.can_manipulate]
-    row.one_profile_time = statistics.median(
-        mean_abs([relative(r.models.predict_iteration_ms(b), truth[b].iteration_ms)
-                  for b in row.held_out if b <= r.models.max_batch_size()])
-        for r in trusted
-    ) if trusted else float("nan")
+
+    def one_profile(error: Callable[[PerformanceModels, int], float]) -> float:
+        return statistics.median(
+            mean_abs([error(r.models, b) for b in row.held_out if b <= r.models.max_batch_size()])
+            for r in trusted) if trusted else float("nan")
+
+    row.one_profile_time = one_profile(
+        lambda models, b: relative(models.predict_iteration_ms(b), truth[b].iteration_ms))
+    row.one_profile_shape = one_profile(lambda models, b: relative(
+        models.predict_iteration_ms(b) / models.predict_iteration_ms(start), growth[b]))
     row.raw = {
         "walls": {str(k): v for k, v in walls.items()},
         "samples": [[[s.batch_size, s.iteration_ms, s.peak_bytes] for s in r.samples]
                     for r in reports],
         "held_out": {b: [[s.iteration_ms, s.peak_bytes] for s in runs]
                      for b, runs in held.items()},
+        "ratios": ratios,
     }
     if not fit.can_manipulate:  # the median fit refuses; the profiles' own curves still count
         row.reason = fit.reason
@@ -261,6 +282,8 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
         actual = truth[batch]
         row.spread.append(spread([r.iteration_ms for r in held[batch]]))
         row.time_errors.append(relative(fit.predict_iteration_ms(batch), actual.iteration_ms))
+        row.shape_errors.append(relative(
+            fit.predict_iteration_ms(batch) / fit.predict_iteration_ms(start), growth[batch]))
         row.memory_errors.append(relative(fit.predict_peak_bytes(batch), actual.peak_bytes))
         row.upper_time_errors.append(relative(upper_time(batch), actual.iteration_ms))
         row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
@@ -295,8 +318,9 @@ def table(rows: list[Row], kind: str) -> str:
     lines = [
         "| model | size | start | start ms | samples | held-out | time mean % | time max % | "
         "1-prof time % | spread % | sample spread % | mem mean % | mem max % | R² time | "
-        "profile s | sampling s | ratio | bars | upper pair time / mem mean % | off |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "profile s | sampling s | ratio | bars | upper pair time / mem mean % | off | "
+        "shape mean % | 1-prof shape % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         off = f"{len(r.refused)}/{r.profiles}"
@@ -304,7 +328,7 @@ def table(rows: list[Row], kind: str) -> str:
             lines.append(f"| {r.model} | {r.size} | {r.start} | {r.start_ms:.1f} | "
                          f"{','.join(map(str, r.samples))} | {','.join(map(str, r.held_out))} "
                          f"| median fit refused: {r.reason} | | {r.one_profile_time:.1f} |"
-                         + " |" * 10 + f" {off} |")
+                         + " |" * 10 + f" {off} | | {r.one_profile_shape:.1f} |")
             continue
         failed = [what for what, fine in (
             ("time", mean_abs(r.time_errors) <= time_bar),
@@ -321,14 +345,14 @@ def table(rows: list[Row], kind: str) -> str:
             f"{r.sampling_s:.2f} | {r.ratio:.2f} | "
             f"{'FAIL ' + '+'.join(failed) if failed else 'pass'} | "
             f"{mean_abs(r.upper_time_errors):.1f} / {mean_abs(r.upper_memory_errors):.2f} | "
-            f"{off} |"
+            f"{off} | {mean_abs(r.shape_errors):.1f} | {r.one_profile_shape:.1f} |"
         )
     lines += ["", "signed time errors % per held-out size, median fit (negative: too little):"]
     for r in rows:
         if r.time_errors:
             judged = [b for b in r.held_out if b not in r.beyond]
-            pairs = ", ".join(f"{b}: {e:+.1f} (±{s:.0f})" for b, e, s in zip(
-                judged, r.time_errors, r.spread, strict=True))
+            pairs = ", ".join(f"{b}: {e:+.1f} (±{s:.0f}; shape {g:+.1f})" for b, e, s, g in zip(
+                judged, r.time_errors, r.spread, r.shape_errors, strict=True))
             beyond = f"; beyond the drag range: {r.beyond}" if r.beyond else ""
             lines.append(f"  {r.model}@{r.start}: {pairs}{beyond}")
     refusals = [(r, reason) for r in rows for reason in r.refused]
