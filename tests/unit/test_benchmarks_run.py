@@ -33,6 +33,8 @@ RUNS = {
     "first_profile": (["--models", "mlp", "--rounds", "1"], "| mlp | 16 |"),
     "new_size_faults": (["--model", "mlp", "--rounds", "1", "--threads", "1", "--settle"],
                         "round 1, 16: steady"),
+    "thread_speedup": (["--models", "mlp", "--batches", "8", "16", "--passes", "1", "--plain",
+                        "3"], "mlp speedup (1 thread / 2 threads): 8: "),
     "floor_ab": (["--rounds", "1", "--", "--models", "mlp", "--starts", "8", "--repeats", "1",
                   "--scale", "stock", "--held-out", "1.5"], "| mlp | stock | 8 |"),
 }
