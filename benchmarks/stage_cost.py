@@ -7,7 +7,8 @@ the median of 30), then ``--repeats`` profiles with a progress callback that rec
 stage starts. A stage's cost is the time to the next stage's start; printed per stage kind
 (numbers stripped: "timing each op (run N)" adds up over N) as the median over the profiles, in
 milliseconds and in plain iterations, after one line per profile: its whole cost in plain
-iterations and the batch sizes it sampled (the cost bar is about the whole; whether a profile
+iterations (over the mean of a plain loop right before it and one right after) and the batch
+sizes it sampled (the cost bar is about the whole; whether a profile
 went beyond 2× the batch decides most of it on a CPU, where a 4× sample costs 12–15 of the
 user's iterations). ``--threads`` sets torch's thread count first (default: torch's own).
 ``--cprofile K`` also prints the K functions with the most own time over one more profile of
@@ -23,6 +24,7 @@ all beside one spinning process (``spinner.py``; ``--apart``: in a session of it
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --threads 1 --models lstm:8
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --steps --models transformer:16
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models cnn:16 --load
+    PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cpu --models convnext:16 bert:8
     PYTHONPATH=$PWD python3 benchmarks/stage_cost.py --device cuda --scale bench --models lstm:32
 """
 
@@ -46,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuda_headline import plain_loop_ms
-from prediction_accuracy import providers
+from prediction_accuracy import MODELS, providers
 from spinner import spinning
 
 import skyline_nb
@@ -101,6 +103,27 @@ def stepped(steps: dict[tuple[str, str, int], list[float]],
         Trial.step = original
 
 
+def named_providers(name: str, device: str, scale: str) -> tuple[tuple, str]:
+    """An example's providers (``prediction_accuracy.providers``), or the test suite's
+    models written by others: ``gpt`` and ``convnext`` (``tests/unit/styled_models.py``, AdamW,
+    ~1,100 ops an iteration) or a Hugging Face model of ``tests/unit/hf_models.py`` (bert,
+    llama, ...; needs ``transformers``, a test extra)."""
+    if name in MODELS:
+        return providers(name, device, scale)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
+    import styled_models
+
+    styled = getattr(styled_models, f"{name}_providers", None)
+    if styled is not None:
+        return styled(), "styled"
+    import hf_models
+
+    if name not in hf_models.ALL:
+        raise SystemExit(f"unknown model {name!r}: an example ({', '.join(MODELS)}), gpt, "
+                         f"convnext or one of {', '.join(hf_models.ALL)}")
+    return hf_models.ALL[name](), "transformers"
+
+
 def own_time(provs: tuple, batch: int, device: str, top: int) -> str:
     """The ``top`` functions with the most own time over one profile."""
     profiler = cProfile.Profile()
@@ -146,20 +169,33 @@ def stage_report(pair: str, device: str, repeats: int, cprofile: int, scale: str
     ``steps``, the user's iterations each stage ran, by caller and batch size."""
     name, size = pair.split(":")
     batch = int(size)
-    provs, label = providers(name, device, scale)
+    provs, label = named_providers(name, device, scale)
     stage_costs(provs, batch, device)  # a process's first profile: imports, caches
-    plain = plain_loop_ms(provs, batch, device)
+    # a plain loop before each profile and one after the last: each profile's cost is read
+    # against the mean of the loops around it (the host's pace moves by a third within
+    # seconds here, BENCHMARKS.md, session 42: one loop before them all read the same code's
+    # ConvNeXt at 25, 40 and 48 iterations)
+    plains = [plain_loop_ms(provs, batch, device)]
     logs: list[dict[tuple[str, str, int], list[float]]] = [{} for _ in range(repeats)]
-    runs = [stage_costs(provs, batch, device, steps=log if steps else None) for log in logs]
-    walls = [wall for _, wall, _ in runs]
+    runs = []
+    for log in logs:
+        runs.append(stage_costs(provs, batch, device, steps=log if steps else None))
+        plains.append(plain_loop_ms(provs, batch, device))
+    around = [(a + b) / 2 for a, b in itertools.pairwise(plains)]
+    costs = [wall / plain for (_, wall, _), plain in zip(runs, around, strict=True)]
+    plain = statistics.median(plains)
     print(
-        f"\n{name}({label})@{batch} on {device}: plain loop {plain:.2f} ms; profile "
-        f"{statistics.median(walls):.0f} ms = {statistics.median(walls) / plain:.1f} "
-        f"iterations (median of {len(runs)})"
+        f"\n{name}({label})@{batch} on {device}: plain loop {plain:.2f} ms (median of "
+        f"{len(plains)}, {min(plains):.2f}-{max(plains):.2f}); profile "
+        f"{statistics.median(wall for _, wall, _ in runs):.0f} ms = "
+        f"{statistics.median(costs):.1f} iterations (median of {len(runs)}, each over the "
+        "loops around it)"
     )
-    for _costs, wall, report in runs:
+    for (_costs, _wall, report), cost, (a, b) in zip(runs, costs, itertools.pairwise(plains),
+                                                      strict=True):
         sizes = ",".join(str(s.batch_size) for s in report.samples)
-        print(f"  profile: {wall / plain:5.1f} it, samples {sizes}")
+        print(f"  profile: {cost:5.1f} it, samples {sizes}; the loops around it "
+              f"{a:.2f} / {b:.2f} ms")
     for kind in dict.fromkeys(k for costs, _, _ in runs for k in costs):
         ms = statistics.median(costs.get(kind, 0.0) for costs, _, _ in runs)
         print(f"  {ms:9.1f} ms {ms / plain:7.1f} it  {kind}")
