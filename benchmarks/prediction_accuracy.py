@@ -19,7 +19,9 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
   before and right after it: truth ratio = T(n) / mean of those two (median over rounds), and
   shape % = (fit(n) / fit(start)) / truth ratio − 1. A shared host's pace moves by a third
   between a round's held-out sizes (BENCHMARKS.md, session 42) and takes every absolute error
-  with it; a ratio measured within a second keeps only what the curve itself gets wrong.
+  with it; a ratio measured within a second keeps only what the curve itself gets wrong. On a
+  CPU by default; on a GPU with ``--shape`` (the start's timings would take a lent GPU's
+  minutes from the rows themselves, ``cuda_all.sh``).
 
 Held-out sizes are 1.5, 3, 4, 6 and 8 × the start on CPU; on CUDA 1.25, 2.5, 5, 10 and 14 ×
 (up to 16 × in issue 15: a GPU's samples are the start times powers of two and, since session
@@ -197,9 +199,10 @@ def relative(predicted: float, actual: float) -> float:
 
 
 def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
-            factors: tuple[float, ...]) -> Row:
+            factors: tuple[float, ...], shape: bool = True) -> Row:
     """``repeats`` interleaved rounds (see the module docstring) for one model and start,
-    held out at ``factors`` × the start (less the sizes the first profile sampled)."""
+    held out at ``factors`` × the start (less the sizes the first profile sampled); ``shape``:
+    the start timed beside each held-out size too."""
     import skyline_nb
     from skyline_nb.profiler.prepare import measure_iteration
 
@@ -223,13 +226,14 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
             sampled = {s.batch_size for s in reports[0].samples}
             row.held_out = sorted({round(start * f) for f in factors} - sampled)
         order = row.held_out if round_ % 2 == 0 else row.held_out[::-1]
-        before = measure_iteration(*provs, start, device).iteration_ms
+        before = measure_iteration(*provs, start, device).iteration_ms if shape else 0.0
         for batch in order:
             held.setdefault(batch, []).append(measure_iteration(*provs, batch, device).sample())
-            after = measure_iteration(*provs, start, device).iteration_ms
-            ratios.setdefault(batch, []).append(
-                held[batch][-1].iteration_ms / ((before + after) / 2))
-            before = after
+            if shape:
+                after = measure_iteration(*provs, start, device).iteration_ms
+                ratios.setdefault(batch, []).append(
+                    held[batch][-1].iteration_ms / ((before + after) / 2))
+                before = after
     row.profile_s = statistics.median(walls[False])
     row.sampling_s = statistics.median(t - f for t, f in zip(walls[True], walls[False],
                                                               strict=True))
@@ -260,8 +264,9 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
 
     row.one_profile_time = one_profile(
         lambda models, b: relative(models.predict_iteration_ms(b), truth[b].iteration_ms))
-    row.one_profile_shape = one_profile(lambda models, b: relative(
-        models.predict_iteration_ms(b) / models.predict_iteration_ms(start), growth[b]))
+    if shape:
+        row.one_profile_shape = one_profile(lambda models, b: relative(
+            models.predict_iteration_ms(b) / models.predict_iteration_ms(start), growth[b]))
     row.raw = {
         "walls": {str(k): v for k, v in walls.items()},
         "samples": [[[s.batch_size, s.iteration_ms, s.peak_bytes] for s in r.samples]
@@ -282,8 +287,9 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
         actual = truth[batch]
         row.spread.append(spread([r.iteration_ms for r in held[batch]]))
         row.time_errors.append(relative(fit.predict_iteration_ms(batch), actual.iteration_ms))
-        row.shape_errors.append(relative(
-            fit.predict_iteration_ms(batch) / fit.predict_iteration_ms(start), growth[batch]))
+        if shape:
+            row.shape_errors.append(relative(
+                fit.predict_iteration_ms(batch) / fit.predict_iteration_ms(start), growth[batch]))
         row.memory_errors.append(relative(fit.predict_peak_bytes(batch), actual.peak_bytes))
         row.upper_time_errors.append(relative(upper_time(batch), actual.iteration_ms))
         row.upper_memory_errors.append(relative(upper_memory(batch), actual.peak_bytes))
@@ -351,8 +357,9 @@ def table(rows: list[Row], kind: str) -> str:
     for r in rows:
         if r.time_errors:
             judged = [b for b in r.held_out if b not in r.beyond]
-            pairs = ", ".join(f"{b}: {e:+.1f} (±{s:.0f}; shape {g:+.1f})" for b, e, s, g in zip(
-                judged, r.time_errors, r.spread, r.shape_errors, strict=True))
+            shapes = [f"; shape {g:+.1f}" for g in r.shape_errors] or [""] * len(judged)
+            pairs = ", ".join(f"{b}: {e:+.1f} (±{s:.0f}{g})" for b, e, s, g in zip(
+                judged, r.time_errors, r.spread, shapes, strict=True))
             beyond = f"; beyond the drag range: {r.beyond}" if r.beyond else ""
             lines.append(f"  {r.model}@{r.start}: {pairs}{beyond}")
     refusals = [(r, reason) for r in rows for reason in r.refused]
@@ -377,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="level-1 clock on CPU (see the module docstring)")
     parser.add_argument("--json", type=Path, help="also write every measurement here")
+    parser.add_argument("--shape", action=argparse.BooleanOptionalAction, default=None,
+                        help="time the start beside each held-out size for the shape columns "
+                             "(default: on a CPU; a lent GPU's minutes go to the rows first)")
     parser.add_argument("--held-out", nargs="+", type=float, metavar="FACTOR",
                         help="held-out sizes as multiples of the start (default: cpu "
                              f"{HELD_OUT['cpu']}, cuda {HELD_OUT['cuda']})")
@@ -394,12 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     capacity = device.capacity_bytes()
     print(header(args, f"{device.name()} · capacity {capacity / 2**30:.1f} GiB"), flush=True)
     print()
+    shape = device.kind == "cpu" if args.shape is None else args.shape
     rows = []
     for name in args.models:
         for start in args.starts:
             began = time.perf_counter()
             rows.append(run_one(name, start, device, args.scale, max(1, args.repeats),
-                                tuple(args.held_out or HELD_OUT[device.kind])))
+                                tuple(args.held_out or HELD_OUT[device.kind]), shape))
             print(f"  done in {time.perf_counter() - began:.0f} s: "
                   + table(rows[-1:], device.kind).splitlines()[2], flush=True, file=sys.stderr)
     print(table(rows, device.kind))
