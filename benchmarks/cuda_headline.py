@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prediction_accuracy import providers
+from example_providers import providers
 
 
 def plain_loop_ms(provs: tuple, batch: int, device: str, pipelined: bool = False) -> float:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from prediction_accuracy import providers
+from example_providers import providers
 from stage_cost import TIMING_OPS, stage_costs
 
 from skyline_nb.profiler import session

@@ -38,7 +38,7 @@ OPS_STAGE = "timing each op (run N)"
 def child(name: str, batch: int, device: str) -> None:
     """Two profiles in this fresh process; one JSON line per profile. The memory run is timed
     around its function: on a CPU it runs inside level 1's stage (right after the warm-up)."""
-    from prediction_accuracy import providers
+    from example_providers import providers
     from stage_cost import stage_costs
 
     import skyline_nb.profiler.session as session

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from example_providers import MODELS, providers
 from kineto_ops import aten_ms_per_step
-from prediction_accuracy import MODELS, providers
 from torch.profiler import ProfilerActivity, profile
 
 from skyline_nb.profiler.device import resolve_device

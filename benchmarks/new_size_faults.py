@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
-from prediction_accuracy import providers
+from example_providers import providers
 
 from skyline_nb.profiler.allocator import settle
 from skyline_nb.profiler.device import resolve_device

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib
 import json
 import os
 import platform
@@ -68,27 +67,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from example_providers import MODELS, providers
+
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.report import Sample
 
-MODELS = ("mlp", "cnn", "transformer", "lstm")
 # × the start (issue 15: up to 8× it on CPU, 16× on a GPU), sizes no plan samples
 HELD_OUT = {"cpu": (1.5, 3.0, 4.0, 6.0, 8.0), "cuda": (1.25, 2.5, 5.0, 10.0, 14.0)}
 BARS = {"cpu": (5.0, 1.0), "cuda": (5.0, 1.0)}  # mean time %, mean memory % (issue 15)
 SAMPLING_BAR = 1.5
-# Model sizes for --scale bench: (constructor keyword arguments, input features for the MLP).
-BENCH_SIZES: dict[str, dict[str, dict[str, int]]] = {
-    "cpu": {"mlp": {"features": 1024, "hidden": 4096}},
-    "cuda": {
-        "mlp": {"features": 1024, "hidden": 8192},
-        "cnn": {"channels": 128},
-        "transformer": {"dim": 1024, "heads": 16, "hidden": 4096, "layers": 4},
-        "lstm": {"dim": 1024},
-    },
-}
-CLASSES = {"mlp": "MLP", "cnn": "ResNetSmall", "transformer": "TransformerLM", "lstm": "Seq2Seq"}
-
-Providers = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
 
 
 @dataclass
@@ -117,33 +104,6 @@ class Row:
     refused: list[str] = field(default_factory=list)  # per profile whose own models refused
     profiles: int = 0  # with predictions
     raw: dict[str, Any] = field(default_factory=dict)
-
-
-def providers(name: str, kind: str, scale: str) -> tuple[Providers, str]:
-    """The example's providers, with the benchmark's bigger model where ``scale`` says so."""
-    module = importlib.import_module(f"skyline_nb.examples.{name}")
-    stock = (module.skyline_model_provider, module.skyline_input_provider,
-             module.skyline_iteration_provider)
-    sizes = BENCH_SIZES[kind].get(name) if scale == "bench" else None
-    if not sizes:
-        return stock, "stock"
-    kwargs = dict(sizes)
-    cls = getattr(module, CLASSES[name])
-
-    def model_provider() -> Any:
-        return cls(**kwargs)
-
-    input_provider = module.skyline_input_provider
-    if name == "mlp":
-        import torch
-
-        features = kwargs["features"]
-
-        def input_provider(batch_size: int = 32) -> tuple[Any, Any]:
-            return torch.randn(batch_size, features), torch.randint(0, 10, (batch_size,))
-
-    label = ",".join(f"{k}={v}" for k, v in kwargs.items())
-    return (model_provider, input_provider, module.skyline_iteration_provider), label
 
 
 def cpu_clock_device(torch_device: Any) -> Any:

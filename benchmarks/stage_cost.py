@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuda_headline import plain_loop_ms
-from prediction_accuracy import MODELS, providers
+from example_providers import MODELS, providers
 from spinner import spinning
 
 import skyline_nb
@@ -104,7 +104,7 @@ def stepped(steps: dict[tuple[str, str, int], list[float]],
 
 
 def named_providers(name: str, device: str, scale: str) -> tuple[tuple, str]:
-    """An example's providers (``prediction_accuracy.providers``), or the test suite's
+    """An example's providers (``example_providers.providers``), or the test suite's
     models written by others: ``gpt`` and ``convnext`` (``tests/unit/styled_models.py``, AdamW,
     ~1,100 ops an iteration) or a Hugging Face model of ``tests/unit/hf_models.py`` (bert,
     llama, ...; needs ``transformers``, a test extra)."""
