@@ -27,8 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from example_providers import MODELS
 from spinner import described, spinning
-from trust import MODELS, plain_median
+from trust import plain_median
 
 
 def main() -> None:

@@ -56,6 +56,7 @@ from skyline_nb.profiler.providers import Trial
 from skyline_nb.report import Report
 
 TIMING_OPS = "timing each op (run N)"  # a stage kind: its runs add up
+TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "unit")  # the suite's own models
 
 
 def stage_costs(
@@ -110,7 +111,8 @@ def named_providers(name: str, device: str, scale: str) -> tuple[tuple, str]:
     llama, ...; needs ``transformers``, a test extra)."""
     if name in MODELS:
         return providers(name, device, scale)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "unit"))
+    if TESTS not in sys.path:
+        sys.path.insert(0, TESTS)
     import styled_models
 
     styled = getattr(styled_models, f"{name}_providers", None)

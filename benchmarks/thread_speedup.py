@@ -19,7 +19,6 @@ neighbouring sizes, then the 1-thread / 2-thread ratio (the speedup) per size.
 from __future__ import annotations
 
 import argparse
-import importlib
 import itertools
 import statistics
 import sys
@@ -28,7 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trust import MODELS, median_ms, warm_step
+import example_providers
+from trust import median_ms, warm_step
 
 THREADS = (2, 1)
 
@@ -51,7 +51,7 @@ def medians(providers: tuple, batches: list[int], passes: int,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=["lstm"], choices=MODELS)
+    parser.add_argument("--models", nargs="+", default=["lstm"], choices=example_providers.MODELS)
     parser.add_argument("--batches", nargs="+", type=int, default=[8, 16, 24, 32, 40, 48, 64])
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--plain", type=int, default=9, help="iterations per plain loop")
@@ -60,9 +60,7 @@ def main() -> None:
 
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__}")
     for name in args.models:
-        module = importlib.import_module(f"skyline_nb.examples.{name}")
-        providers = (module.skyline_model_provider, module.skyline_input_provider,
-                     module.skyline_iteration_provider)
+        providers, _ = example_providers.providers(name, "cpu", "stock")
         found = medians(providers, args.batches, args.passes, args.plain)
         pairs = list(itertools.pairwise(args.batches))
         for threads, ms in found.items():

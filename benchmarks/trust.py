@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import statistics
 import sys
 import time
@@ -52,10 +51,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import example_providers
 from kineto_ops import aten_ms_per_step
 from spinner import described, spinning
 
-MODELS = ("mlp", "cnn", "transformer", "lstm")
 HELD_OUT = (1.5, 2.0, 3.0, 4.0)
 WARMUP = 8
 MOMENT = 7
@@ -177,7 +176,8 @@ def summary(rows: list[dict[str, float]], key: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS)
+    parser.add_argument("--models", nargs="+", default=list(example_providers.MODELS),
+                        choices=example_providers.MODELS)
     parser.add_argument("--batches", nargs="+", type=int, default=[16, 32])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="default: torch's own")
@@ -200,9 +200,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with spinning(args.apart) if args.load else contextlib.nullcontext():
         for name in args.models:
-            module = importlib.import_module(f"skyline_nb.examples.{name}")
-            providers = (module.skyline_model_provider, module.skyline_input_provider,
-                         module.skyline_iteration_provider)
+            providers, _ = example_providers.providers(name, "cpu", "stock")
             skyline_nb.profile(*providers, batch_size=8, device="cpu")  # warm the process
             for batch in args.batches:
                 rows = [one_round(providers, batch, args.plain) for _ in range(args.rounds)]
