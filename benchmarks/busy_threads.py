@@ -19,7 +19,6 @@ speed-up it makes the ratio of the loops around it.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from example_providers import MODELS
+from example_providers import MODELS, named_providers
 from spinner import described, spinning
 from trust import plain_median
 
@@ -54,9 +53,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     with spinning(args.apart):
         for name in args.models:
-            module = importlib.import_module(f"skyline_nb.examples.{name}")
-            providers = (module.skyline_model_provider, module.skyline_input_provider,
-                         module.skyline_iteration_provider)
+            providers, _ = named_providers(name)
             for round_ in range(args.rounds):
                 plain = plain_median(providers, args.batch, args.plain)
                 torch.set_num_threads(1)

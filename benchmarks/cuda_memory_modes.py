@@ -56,9 +56,9 @@ def main() -> None:
     mode = sys.argv[1]
     patch(mode)
     import torch
+    from example_providers import MODELS, providers
 
     import skyline_nb
-    from skyline_nb.examples import cnn, lstm, mlp, transformer
     from skyline_nb.profiler.prepare import measure_iteration
 
     def counters() -> list[int | None]:
@@ -67,10 +67,8 @@ def main() -> None:
 
     print(json.dumps({"mode": mode, "start": counters(), "cudnn": torch.backends.cudnn.version(),
                       "clear": hasattr(torch._C, "_cuda_clearCublasWorkspaces")}), flush=True)
-    for name, module in (("mlp", mlp), ("cnn", cnn), ("transformer", transformer),
-                         ("lstm", lstm)):
-        provs = (module.skyline_model_provider, module.skyline_input_provider,
-                 module.skyline_iteration_provider)
+    for name in MODELS:
+        provs, _ = providers(name, "cuda", "stock")
         began = time.time()
         report = skyline_nb.profile(*provs, batch_size=8, device="cuda")
         samples = [[s.batch_size, s.peak_bytes, s.peak_by_phase] for s in report.samples]

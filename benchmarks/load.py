@@ -24,7 +24,6 @@ CPU meanwhile (``skyline_nb.profiler.cpuwait``): the evidence for setting such b
 from __future__ import annotations
 
 import argparse
-import importlib
 import multiprocessing as mp
 import random
 import statistics
@@ -136,9 +135,9 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    module = importlib.import_module(f"skyline_nb.examples.{args.model}")
-    providers = (module.skyline_model_provider, module.skyline_input_provider,
-                 module.skyline_iteration_provider)
+    from example_providers import named_providers
+
+    providers, _ = named_providers(args.model)
     print(f"# {' '.join(sys.argv)} | torch {torch.__version__}, {args.threads} threads")
     if args.blocks:
         blocks(providers, args.batch)

@@ -20,25 +20,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 SHOWN = ("weights", "activations", "grads", "optimizer", "inputs", "backward_temporaries",
          "kernel_workspace", "untracked")
-
-
-def providers(name: str) -> tuple:
-    import styled_models
-
-    if name in ("gpt", "convnext"):
-        return getattr(styled_models, f"{name}_providers")()
-    module = importlib.import_module(f"skyline_nb.examples.{name}")
-    return (module.skyline_model_provider, module.skyline_input_provider,
-            module.skyline_iteration_provider)
 
 
 def main() -> None:
@@ -65,13 +54,15 @@ def main() -> None:
 
 
 def table(args: argparse.Namespace) -> None:
+    from example_providers import named_providers
+
     from skyline_nb.export.units import format_bytes
     from skyline_nb.profiler.session import profile
 
     for name in args.models:
+        provs, _ = named_providers(name, args.device)
         for batch in args.batches:
-            report = profile(*providers(name), batch_size=batch, device=args.device,
-                             predict=False)
+            report = profile(*provs, batch_size=batch, device=args.device, predict=False)
             shares = [100.0 * report.categories[k] / report.peak_bytes for k in SHOWN]
             place = report.peak_place
             where = f"{place.phase} of {place.module or '(outside modules)'} ({place.op})"

@@ -14,7 +14,6 @@ the whole profile / its headline), and how many samples were timed again.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
+from example_providers import named_providers
 
 import skyline_nb
 from skyline_nb.profiler import iteration, sample_plan
@@ -44,12 +44,10 @@ def arm(rescue: bool) -> None:
     sample_plan._most_off = SHIPPED_MOST_OFF if rescue else (lambda *args: None)
 
 
-def one(module: object, start: int) -> tuple[bool, float, int, str]:
+def one(provs: tuple, start: int) -> tuple[bool, float, int, str]:
     RETIMES["n"] = 0
     began = time.perf_counter()
-    report = skyline_nb.profile(module.skyline_model_provider, module.skyline_input_provider,
-                                module.skyline_iteration_provider, batch_size=start,
-                                device="cpu")
+    report = skyline_nb.profile(*provs, batch_size=start, device="cpu")
     wall = time.perf_counter() - began
     return (report.models.can_manipulate, wall / (report.iteration_ms / 1e3), RETIMES["n"],
             report.models.reason or "")
@@ -65,14 +63,14 @@ def main() -> None:
     print(f"# benchmarks/rescue_ab.py {' '.join(sys.argv[1:])} | torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads")
     for name in args.models:
-        module = importlib.import_module(f"skyline_nb.examples.{name}")
-        one(module, args.starts[0])  # warm-up, not counted
+        provs, _ = named_providers(name)
+        one(provs, args.starts[0])  # warm-up, not counted
         for start in args.starts:
             results: dict[bool, list[tuple[bool, float, int, str]]] = {True: [], False: []}
             for i in range(args.pairs):
                 for rescue in (True, False) if i % 2 == 0 else (False, True):
                     arm(rescue)
-                    results[rescue].append(one(module, start))
+                    results[rescue].append(one(provs, start))
             for rescue in (True, False):
                 rows = results[rescue]
                 costs = [r[1] for r in rows]

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cuda_headline import plain_loop_ms
-from example_providers import MODELS, providers
+from example_providers import named_providers
 from spinner import spinning
 
 import skyline_nb
@@ -56,7 +56,6 @@ from skyline_nb.profiler.providers import Trial
 from skyline_nb.report import Report
 
 TIMING_OPS = "timing each op (run N)"  # a stage kind: its runs add up
-TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "unit")  # the suite's own models
 
 
 def stage_costs(
@@ -102,28 +101,6 @@ def stepped(steps: dict[tuple[str, str, int], list[float]],
         yield
     finally:
         Trial.step = original
-
-
-def named_providers(name: str, device: str, scale: str) -> tuple[tuple, str]:
-    """An example's providers (``example_providers.providers``), or the test suite's
-    models written by others: ``gpt`` and ``convnext`` (``tests/unit/styled_models.py``, AdamW,
-    ~1,100 ops an iteration) or a Hugging Face model of ``tests/unit/hf_models.py`` (bert,
-    llama, ...; needs ``transformers``, a test extra)."""
-    if name in MODELS:
-        return providers(name, device, scale)
-    if TESTS not in sys.path:
-        sys.path.insert(0, TESTS)
-    import styled_models
-
-    styled = getattr(styled_models, f"{name}_providers", None)
-    if styled is not None:
-        return styled(), "styled"
-    import hf_models
-
-    if name not in hf_models.ALL:
-        raise SystemExit(f"unknown model {name!r}: an example ({', '.join(MODELS)}), gpt, "
-                         f"convnext or one of {', '.join(hf_models.ALL)}")
-    return hf_models.ALL[name](), "transformers"
 
 
 def own_time(provs: tuple, batch: int, device: str, top: int) -> str:
