@@ -214,10 +214,8 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
     whether it leads the others (one thread measured faster) and the time at one thread (None:
     not timed)."""
     timing = level1.timing
-    text = (
-        f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU: the step "
-        "time may be higher than on a quiet machine"
-    )
+    waits = f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU"
+    text = f"{waits}: the step time may be higher than on a quiet machine"
     threads = torch.get_num_threads()
     if dev.kind != "cpu" or threads < 2:
         return Unsettled(text, False, None)
@@ -227,7 +225,8 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
     if leads:  # said at once too: the rest of the profile may take minutes at this pace
         reporter.notice = one_thread_notice(threads, level1.iteration_ms, one_ms)
     note = one_thread_note(threads, level1.iteration_ms, one_ms)
-    return Unsettled(f"{text}; {note}", leads, OneThread(threads, one_ms))
+    return Unsettled(f"{note}; {waits}" if leads else f"{text}; {note}", leads,
+                     OneThread(threads, one_ms))
 
 
 def _instrumented(

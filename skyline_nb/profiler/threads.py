@@ -78,14 +78,14 @@ def faster(one_ms: float, headline_ms: float) -> bool:
 
 def one_thread_note(threads: int, headline_ms: float, one_ms: float) -> str:
     """What the comparison found, for the notes: a speed-up and the call that gets it, or that
-    one thread is no faster."""
+    one thread is no faster. A speed-up leads the notes, and the widget shows the first note's
+    start on the line the notes fold into: the speed-up and the call come first there."""
     if faster(one_ms, headline_ms):
         return (
-            f"at one thread the same step took {format_ms(one_ms)} instead of "
-            f"{format_ms(headline_ms)}, {headline_ms / one_ms:.1f}× faster: with {threads} "
-            "torch threads each op waits for its slowest thread, and this machine leaves them "
-            "too little CPU; torch.set_num_threads(1) before your loop runs it at that pace "
-            "while the machine stays this busy"
+            f"{_speed_up(headline_ms, one_ms)}: "
+            "torch.set_num_threads(1) before your loop runs it at that pace while the machine "
+            f"stays this busy; with {threads} torch threads each op waits for its slowest "
+            "thread, and this machine leaves them too little CPU"
         )
     return (
         f"at one thread the same step took {format_ms(one_ms)}, no faster than at {threads} "
@@ -93,13 +93,18 @@ def one_thread_note(threads: int, headline_ms: float, one_ms: float) -> str:
     )
 
 
+def _speed_up(headline_ms: float, one_ms: float) -> str:
+    """The note's and the notice's lead: how much faster one thread ran the step."""
+    return (f"One torch thread ran this step {headline_ms / one_ms:.1f}× faster on this busy "
+            f"machine ({format_ms(one_ms)} against {format_ms(headline_ms)})")
+
+
 def one_thread_notice(threads: int, headline_ms: float, one_ms: float) -> str:
     """What the progress display says while the rest of the profile runs, once one thread was
     measured ``faster``: the profile may take minutes at the user's threads on such a machine
     (a GPT-2-style step of 4.3 s: 149 s), and the user can stop it and measure one thread."""
     return (
-        f"One torch thread ran this step {headline_ms / one_ms:.1f}× faster on this busy "
-        f"machine ({format_ms(one_ms)} against {format_ms(headline_ms)}). The profile goes on "
-        f"at {threads} threads, as your loop runs now; to measure one thread instead, Cancel, "
-        "call torch.set_num_threads(1) and profile again."
+        f"{_speed_up(headline_ms, one_ms)}. The profile goes on at {threads} threads, as your "
+        "loop runs now; to measure one thread instead, Cancel, call torch.set_num_threads(1) "
+        "and profile again."
     )
