@@ -16,7 +16,12 @@ a slow phase of a shared host) is too low, and a module then shows more than 100
 "attainable": seen in CI, a 1024² Linear at 154 %. So the peak FLOP/s is also the best any
 module of a profile was seen to reach (over at least ``EVIDENCE_MS``, above the timers' noise),
 and the raised peak is kept for the next profiles. The bandwidth is not raised that way: a
-module can beat the memory roof legitimately, when its data stays in the caches.
+module can beat the memory roof legitimately, when its data stays in the caches. So a
+measurement whose threads waited for a CPU (``cpuwait``: more than ``timing.QUIET_WAIT`` of it)
+is not final: the next profiles measure again, up to ``TRIES`` in all, and each peak kept is
+the best of the tries. Seen: a kernel whose first profile ran beside a busy process of another
+session measured 38.4 GFLOP/s and 10.1 GB/s, 315 GFLOP/s and 28.5 GB/s quiet (BENCHMARKS.md,
+session 43); without this, both stayed for the kernel's life.
 """
 
 from __future__ import annotations
@@ -27,12 +32,15 @@ from dataclasses import dataclass
 
 import torch
 
+from skyline_nb.profiler.cpuwait import wait_fraction, waited_ns
 from skyline_nb.profiler.device import Device
+from skyline_nb.profiler.timing import QUIET_WAIT
 
 MATMUL_N = 1024
 COPY_BYTES = 64 << 20
 BUDGET_S = 0.1  # per measurement
 EVIDENCE_MS = 1.0
+TRIES = 3  # measurements of a device's peaks at most, while they ran on a busy machine
 
 
 @dataclass(frozen=True)
@@ -42,14 +50,36 @@ class Roofline:
 
 
 _measured: dict[tuple[str, int], Roofline] = {}
+_busy_tries: dict[tuple[str, int], int] = {}  # measurements so far that ran on a busy machine
+
+
+def _key(device: Device) -> tuple[str, int]:
+    return device.kind, torch.get_num_threads()
+
+
+def measure(device: Device) -> Roofline:
+    """Measure the device's peaks (again, where the tries so far ran on a busy machine), and
+    keep the best of each over the tries."""
+    key = _key(device)
+    (flops, flops_busy), (bandwidth, copy_busy) = _best_rate(device, _matmul), _best_rate(
+        device, _copy)
+    if key in _measured:
+        kept = _measured[key]
+        flops, bandwidth = max(flops, kept.peak_flops), max(bandwidth, kept.bandwidth)
+    _measured[key] = Roofline(flops, bandwidth)
+    tries = _busy_tries.pop(key, 0) + 1
+    if (flops_busy or copy_busy) and tries < TRIES:
+        _busy_tries[key] = tries
+    return _measured[key]
 
 
 def roofline(device: Device, seen: Iterable[tuple[float, float]] = ()) -> Roofline:
-    """The device's peaks, measured on first use and then kept; ``seen`` = (FLOPs, ms) of
-    modules just measured: the peak FLOP/s rises to the fastest of them (see above)."""
-    key = (device.kind, torch.get_num_threads())
+    """The device's peaks, measured on first use and then kept (``measure``); ``seen`` =
+    (FLOPs, ms) of modules just measured: the peak FLOP/s rises to the fastest of them (see
+    above)."""
+    key = _key(device)
     if key not in _measured:
-        _measured[key] = Roofline(_best_rate(device, _matmul), _best_rate(device, _copy))
+        measure(device)
     roof = _measured[key]
     fastest = max((flops / (ms / 1e3) for flops, ms in seen if flops > 0 and ms >= EVIDENCE_MS),
                   default=0.0)
@@ -59,8 +89,10 @@ def roofline(device: Device, seen: Iterable[tuple[float, float]] = ()) -> Roofli
 
 
 def known(device: Device) -> bool:
-    """Whether this process has measured the device's peaks (at torch's thread count now)."""
-    return (device.kind, torch.get_num_threads()) in _measured
+    """Whether this process has measured the device's peaks (at torch's thread count now) for
+    good: on a quiet machine, or ``TRIES`` times."""
+    key = _key(device)
+    return key in _measured and key not in _busy_tries
 
 
 def _matmul(device: Device) -> tuple[object, float]:
@@ -76,19 +108,23 @@ def _copy(device: Device) -> tuple[object, float]:
     return (lambda: target.copy_(source)), 2.0 * COPY_BYTES  # read and write
 
 
-def _best_rate(device: Device, make: object) -> float:
-    """Units of work per second of the fastest of the runs that fit in ``BUDGET_S``."""
+def _best_rate(device: Device, make: object) -> tuple[float, bool]:
+    """Units of work per second of the fastest of the runs that fit in ``BUDGET_S``, and
+    whether the threads waited for a CPU meanwhile."""
     run, work = make(device)  # type: ignore[operator]
     run()  # warm: allocation, first-touch pages, kernel choice
     device.synchronize()
     best = float("inf")
+    waited = waited_ns()
     started = time.perf_counter()
     while time.perf_counter() - started < BUDGET_S:
         begin = time.perf_counter()
         run()
         device.synchronize()
         best = min(best, time.perf_counter() - begin)
-    return work / best if best > 0 else 0.0
+    block_ms = 1e3 * (time.perf_counter() - started)
+    busy = wait_fraction(waited, waited_ns(), block_ms) > QUIET_WAIT
+    return (work / best if best > 0 else 0.0), busy
 
 
 def attainable(roof: Roofline, flops: float, bytes_moved: float) -> float:

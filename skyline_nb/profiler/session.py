@@ -57,6 +57,7 @@ from skyline_nb.profiler.providers import InputsAtAnySize, build_trial
 from skyline_nb.profiler.range_ends import fitted_within_ends
 from skyline_nb.profiler.retained import kept_warning
 from skyline_nb.profiler.roofline import known, roofline
+from skyline_nb.profiler.roofline import measure as measure_roofline
 from skyline_nb.profiler.samples import sample_sizes, untracked_peaks
 from skyline_nb.profiler.stacks import CellLookup, UserCode
 from skyline_nb.profiler.step_peak import varying_warning
@@ -110,10 +111,10 @@ def profile(
 
     with isolated(dev), held_prints() as prints:
         graphs = compiled_graphs()
-        if not known(dev):  # 0.25 s, once per kernel: not a cost that budgets its samples
+        if not known(dev):  # 0.25 s, once per kernel (again while busy): not a sample budget
             reporter.stage("measuring this machine's peak FLOP/s and memory bandwidth", 0)
             with reporter.uncounted():
-                roofline(dev)
+                measure_roofline(dev)
         runs: list[MemoryRun] = []
         noted: list[str] = []  # the memory run's warnings, said after level 1's as before
 

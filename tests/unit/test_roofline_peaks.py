@@ -48,6 +48,82 @@ def test_a_module_faster_than_the_measured_peak_raises_it_for_later_profiles(mon
     assert rl.roofline(device, [(1e9, 10.0)]) == roof  # slower modules leave it
 
 
+def test_peaks_measured_on_a_busy_machine_are_measured_again_and_the_best_kept(
+        monkeypatch) -> None:
+    """Beside a busy process of another session a kernel's first measurement read 38.4
+    GFLOP/s where the machine does 315 quiet (BENCHMARKS.md, session 43): a measurement whose
+    threads waited is not final; the next profiles measure again (up to TRIES in all), and a
+    try never lowers a peak."""
+    device = resolve_device("cpu")
+    key = ("cpu", torch.get_num_threads())
+    monkeypatch.setattr(rl, "_measured", {})
+    monkeypatch.setattr(rl, "_busy_tries", {})
+    tries: list[tuple[float, bool]] = []  # (rate, busy) the next measurements return
+
+    def scripted(device, make):  # one try: the matmul's rate, then a tenth of it as the copy's
+        rate, busy = tries[0] if make is rl._matmul else tries.pop(0)
+        return (rate if make is rl._matmul else rate / 10), busy
+
+    monkeypatch.setattr(rl, "_best_rate", scripted)
+    tries[:] = [(38e9, True), (20e9, True), (315e9, False)]
+    assert rl.roofline(device) == rl.Roofline(38e9, 3.8e9) and not rl.known(device)
+    assert rl.measure(device) == rl.Roofline(38e9, 3.8e9) and not rl.known(device)  # kept
+    assert rl.measure(device) == rl.Roofline(315e9, 31.5e9) and rl.known(device)  # quiet
+    assert rl.roofline(device) == rl.Roofline(315e9, 31.5e9) and not tries  # no more tries
+    # a machine busy at every try: measured TRIES times, then kept
+    monkeypatch.setattr(rl, "_measured", {})
+    tries[:] = [(1e9, True)] * rl.TRIES
+    for _ in range(rl.TRIES):
+        assert not rl.known(device)
+        rl.measure(device)
+    assert rl.known(device) and _measured_now(key) == rl.Roofline(1e9, 1e8) and not tries
+
+
+def _measured_now(key: tuple[str, int]) -> rl.Roofline:
+    return rl._measured[key]
+
+
+def test_a_profile_beside_a_busy_process_measures_the_peaks_again_at_the_next(
+        monkeypatch) -> None:
+    """The session asks ``known`` before each profile: a busy first measurement is tried again
+    at the next profile, in the profile's stage for it."""
+    monkeypatch.setattr(rl, "_measured", {})
+    monkeypatch.setattr(rl, "_busy_tries", {})
+    seen: list[bool] = []
+    real = rl._best_rate
+
+    def busy_once(device, make):
+        rate, _ = real(device, make)
+        seen.append(make is rl._matmul)
+        return rate, len(seen) <= 2  # the first measurement (matmul and copy) waited
+
+    monkeypatch.setattr(rl, "_best_rate", busy_once)
+    for _ in range(3):
+        profile(*_matmul_providers(), device="cpu", predict=False)
+    assert seen == [True, False, True, False]  # measured at the first two profiles only
+    assert rl.known(resolve_device("cpu"))
+
+
+def _matmul_providers():
+    def model_provider():
+        return nn.Sequential(nn.Linear(64, 64))
+
+    def input_provider(batch_size=8):
+        return (torch.randn(batch_size, 64),)
+
+    def iteration_provider(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+        def iteration(x):
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+
+        return iteration
+
+    return model_provider, input_provider, iteration_provider
+
+
 def test_attainable_is_the_lower_roof() -> None:
     roof = rl.Roofline(peak_flops=100.0, bandwidth=10.0)
     assert rl.attainable(roof, flops=10.0, bytes_moved=10.0) == 10.0  # memory-bound
