@@ -99,17 +99,18 @@ def test_a_profile_beside_a_busy_process_measures_the_peaks_again_at_the_next(
 
     monkeypatch.setattr(rl, "_best_rate", busy_once)
     for _ in range(3):
-        profile(*_matmul_providers(), device="cpu", predict=False)
+        profile(*_linear_providers(64, 8), device="cpu", predict=False)
     assert seen == [True, False, True, False]  # measured at the first two profiles only
     assert rl.known(resolve_device("cpu"))
 
 
-def _matmul_providers():
+def _linear_providers(width: int, batch: int):
+    """One Linear of ``width`` without bias, its input at ``batch``, SGD over its sum."""
     def model_provider():
-        return nn.Sequential(nn.Linear(64, 64))
+        return nn.Sequential(nn.Linear(width, width, bias=False))
 
-    def input_provider(batch_size=8):
-        return (torch.randn(batch_size, 64),)
+    def input_provider(batch_size=batch):
+        return (torch.randn(batch_size, width),)
 
     def iteration_provider(model):
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -132,24 +133,7 @@ def test_attainable_is_the_lower_roof() -> None:
 
 
 def test_a_large_matmul_module_reaches_most_of_its_roof() -> None:
-    def model_provider():
-        return nn.Sequential(nn.Linear(1024, 1024, bias=False))
-
-    def input_provider(batch_size=1024):
-        return (torch.randn(batch_size, 1024),)
-
-    def iteration_provider(model):
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-
-        def iteration(x):
-            optimizer.zero_grad()
-            model(x).sum().backward()
-            optimizer.step()
-
-        return iteration
-
-    report = profile(model_provider, input_provider, iteration_provider, device="cpu",
-                     predict=False)
+    report = profile(*_linear_providers(1024, 1024), device="cpu", predict=False)
     linear = report.tree.find("0")
     flops = linear.forward_flops + linear.backward_flops
     assert flops == 2 * 2 * 1024**3  # the forward and the weight-gradient matmuls
