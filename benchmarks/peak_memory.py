@@ -1,7 +1,8 @@
 """Memory at the peak: how much of the peak each category holds, and what is left over.
 
 For the example models and the GPT-style and ConvNeXt-style models of the tests
-(``tests/unit/styled_models.py``: AdamW, tied embeddings, GELU, LayerNorm, depthwise convs),
+(``tests/unit/styled_models.py``: AdamW, tied embeddings, GELU, LayerNorm, depthwise convs;
+``--models`` takes a Hugging Face test model by name too, ``example_providers.named_providers``),
 at each batch size: the peak, the share of each category at the peak, "kernel workspace" (what
 kernels allocate for themselves, seen only by the allocator) and "other" (the rest of the peak:
 bar ≤ 5 %, never below −0.5 %), where the peak happened, and whether the categories add up to
