@@ -61,8 +61,8 @@ def measure(device: Device) -> Roofline:
     """Measure the device's peaks (again, where the tries so far ran on a busy machine), and
     keep the best of each over the tries."""
     key = _key(device)
-    (flops, flops_busy), (bandwidth, copy_busy) = _best_rate(device, _matmul), _best_rate(
-        device, _copy)
+    flops, flops_busy = _best_rate(device, _matmul)
+    bandwidth, copy_busy = _best_rate(device, _copy)
     if key in _measured:
         kept = _measured[key]
         flops, bandwidth = max(flops, kept.peak_flops), max(bandwidth, kept.bandwidth)

@@ -76,11 +76,7 @@ def test_peaks_measured_on_a_busy_machine_are_measured_again_and_the_best_kept(
     for _ in range(rl.TRIES):
         assert not rl.known(device)
         rl.measure(device)
-    assert rl.known(device) and _measured_now(key) == rl.Roofline(1e9, 1e8) and not tries
-
-
-def _measured_now(key: tuple[str, int]) -> rl.Roofline:
-    return rl._measured[key]
+    assert rl.known(device) and rl._measured[key] == rl.Roofline(1e9, 1e8) and not tries
 
 
 def test_a_profile_beside_a_busy_process_measures_the_peaks_again_at_the_next(
