@@ -284,9 +284,10 @@ class LiveProfile:
         self.run(int(size) if size else (self.report.batch_size if self.report else None))
 
     def _measure(self, content: dict[str, Any]) -> None:
-        from skyline_nb import cells
+        """Measure at the batch size asked; it joins the report's curve where it can
+        (``measurement.measured``), and the saved outputs follow."""
+        from skyline_nb.measurement import measured
         from skyline_nb.profiler.prepare import measure_iteration
-        from skyline_nb.profiler.timing import HEADLINE
 
         size = int(content["batch_size"])
         model_p, input_p, iteration_p = self._providers()
@@ -295,11 +296,13 @@ class LiveProfile:
             result = measure_iteration(
                 model_p, input_p, iteration_p, size, self.request.device, cells=cells.lookup,
                 memory_budget=self.request.memory_budget, project_root=self.request.project_root)
-        timing = result.timing  # how its steps varied, whether they waited: the noise it shows
-        self.widget.measurement = {
-            "batch_size": result.batch_size, "iteration_ms": result.iteration_ms, "waited":
-            result.waited, "peak_bytes": result.peak_bytes, "throughput": result.throughput,
-            "steps": len(timing.counted(HEADLINE)), "spread": timing.spread(HEADLINE)}
+        report, measurement = measured(self.report, result)
+        joined = report is not self.report
+        if joined:  # first: a measurement held when a report arrives is the old report's
+            self.report, self.widget.report = report, report.to_dict()
+        self.widget.measurement = measurement
+        if joined:
+            self._refresh_outputs()
 
     # ---- watching the source cell -------------------------------------------------------
     def on_cell_ran(self, cell_id: str | None, code: str) -> bool:

@@ -56,6 +56,18 @@ function measuredNoise(m) {
   return `the middle half of its ${steps} timed steps lay within ${formatPercent(Number(m.spread))} of each other`;
 }
 
+/**
+ * What the report predicted for the measured batch size before the measurement (the kernel
+ * keeps it: a measurement that joins the samples changes the report's curve); null for a
+ * measurement from before the kernel sent it, whose report is still the one it was taken against.
+ */
+function predictedBefore(m) {
+  const ms = Number(m.predicted_ms);
+  const peak = Number(m.predicted_peak_bytes);
+  if (m.predicted_ms == null || !(ms > 0) || !(peak > 0)) return null;
+  return { throughput: (1000 * m.batch_size) / ms, peakBytes: peak };
+}
+
 export function createActions({ model, predictor, signal, getBatch, measuredBatch }) {
   // A widget made by hand (SkylineWidget(report=...)) has a kernel but nobody serving these
   // messages; the kernel side says so with its `live` trait.
@@ -114,9 +126,10 @@ export function createActions({ model, predictor, signal, getBatch, measuredBatc
     result.replaceChildren();
     if (!m) return;
     const lines = [`Measured at ${m.batch_size}: ${formatThroughput(m.throughput)}, peak ${formatBytes(m.peak_bytes)}`];
-    if (predictor.canManipulate) {
-      const t = predictor.predictThroughput(m.batch_size);
-      const p = predictor.predictPeakBytes(m.batch_size);
+    const before = predictedBefore(m);
+    if (before || predictor.canManipulate) {
+      const t = before ? before.throughput : predictor.predictThroughput(m.batch_size);
+      const p = before ? before.peakBytes : predictor.predictPeakBytes(m.batch_size);
       lines.push(`predicted ${formatThroughput(t)} (${formatPercent((m.throughput - t) / t)} off), `
         + `${formatBytes(p)} (${formatPercent((m.peak_bytes - p) / p)} off)`);
       // faster than the curve lets any batch size be: its line is too steep for the step now
@@ -128,6 +141,13 @@ export function createActions({ model, predictor, signal, getBatch, measuredBatc
     }
     const noise = measuredNoise(m);
     if (noise) lines.push(noise);
+    if (m.joined === true) {
+      const again = m.waited === true ? " (Measure again when the machine is quieter: it replaces this one)" : "";
+      const curve = m.curve_kept === true ? "within the curve's tolerance: the curve stays as it was" : `the time curve now goes through ${m.batch_size} too`;
+      lines.push(`added to the samples: ${curve}${again}`);
+    } else if (typeof m.not_joined === "string" && m.not_joined) {
+      lines.push(`not added to the samples: ${m.not_joined}`);
+    }
     for (const text of lines) result.append(h("div", { text }));
   }
 

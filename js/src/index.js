@@ -71,7 +71,6 @@ export function createView({ model, el }) {
     reportController?.abort();
     reportController = new AbortController();
     const drillPath = view?.drillPath ?? null;
-    const firstDraw = view === null;
     view = null;
     renderProblem = "";
     onError();
@@ -90,9 +89,10 @@ export function createView({ model, el }) {
         tooltip,
         signal: reportController.signal,
         drillPath,
-        // A new view of a model that was already dragged starts at the chosen batch size; a new
-        // report (re-profiled) starts at its own measured batch size.
-        initialBatch: firstDraw ? model.get("selected_batch_size") ?? undefined : undefined,
+        // A view starts at the batch size dragged to: a new view of a dragged model, and the
+        // report a measurement there joined; a re-profile clears it (live.py), so its report
+        // starts at its own measured batch size.
+        initialBatch: model.get("selected_batch_size") ?? undefined,
       });
       body.replaceChildren(view.el);
     } catch (err) {

@@ -93,3 +93,53 @@ test("a measurement faster than the curve's ceiling says so", () => {
   view.model.set("measurement", { ...at40, throughput: 0.5 * ceiling, iteration_ms: 40_000 / (0.5 * ceiling) });
   expect(shown(view)).not.toContain("ceiling");
 });
+
+describe("a measurement that joins the samples", () => {
+  /** The report the kernel sends when the measurement at 40 joined it: one more sample. */
+  function joined(report) {
+    const next = structuredClone(report);
+    next.samples = [...next.samples, { batch_size: 40, iteration_ms: 66.67, peak_bytes: 38.2 * MiB }];
+    return next;
+  }
+
+  test("the view stays at the size dragged to, and compares with what was predicted before", () => {
+    const report = loadReport("small");
+    const view = mount({ report });
+    views.push(view);
+    view.model.set("selected_batch_size", 40); // the drag ended there
+    expect(view.q("predicted-batch-size").textContent).toBe("40");
+    const before = new Predictor(report.models).predictIterationMs(40);
+    // The kernel sends the joined report first, then the measurement (live.py).
+    view.model.set("report", joined(report));
+    expect(view.q("predicted-batch-size").textContent).toBe("40");
+    view.model.set("measurement", { ...at40, predicted_ms: 2 * before, predicted_peak_bytes: 40 * MiB, joined: true, not_joined: null });
+    const predicted = formatThroughput(40_000 / (2 * before));
+    expect(shown(view)).toContain(`predicted ${predicted} (`);
+    expect(shown(view)).toContain("added to the samples: the time curve now goes through 40 too");
+  });
+
+  test("one measured on a busy machine joins, and a quieter one replaces it", () => {
+    const view = mount({ report: loadReport("small") });
+    views.push(view);
+    view.model.set("measurement", { ...at40, waited: true, joined: true, not_joined: null });
+    expect(shown(view)).toContain("so the measured time may be high");
+    expect(shown(view)).toContain("goes through 40 too (Measure again when the machine is quieter: it replaces this one)");
+  });
+
+  test("one within the curve's tolerance says the curve stays", () => {
+    const view = mount({ report: loadReport("small") });
+    views.push(view);
+    view.model.set("measurement", { ...at40, joined: true, not_joined: null, curve_kept: true });
+    expect(shown(view)).toContain("added to the samples: within the curve's tolerance: the curve stays as it was");
+  });
+
+  test("one that did not join says why", () => {
+    const view = mount({ report: loadReport("small") });
+    views.push(view);
+    const why = "no curve goes within 6% of it and as near the profile's samples as the profile's own curve";
+    view.model.set("measurement", { ...at40, joined: false, not_joined: why });
+    expect(shown(view)).toContain(`not added to the samples: ${why}`);
+    view.model.set("measurement", { ...at40, iteration_ms: 66.0, joined: false, not_joined: null }); // at its own batch
+    expect(shown(view)).not.toContain("samples:");
+  });
+});

@@ -200,9 +200,12 @@ test("two views of one model: a batch size chosen in one shows in the other", ()
 test("a new view of a dragged model starts at the chosen batch size", () => {
   view = mount({ report: loadReport("small"), selected_batch_size: 77 });
   expect(view.q("predicted-batch-size").textContent).toBe("77");
-  // A new report (re-profiled) starts at its own measured batch size.
-  const next = loadReport("small");
-  view.model.set("report", next);
+  // A report a measurement joined (live.py: the selection stays) is drawn where the drag ended.
+  view.model.set("report", loadReport("small"));
+  expect(view.q("predicted-batch-size").textContent).toBe("77");
+  // A re-profile clears the selection before its report (live.py): its own measured batch size.
+  view.model.set("selected_batch_size", null);
+  view.model.set("report", loadReport("small"));
   expect(view.q("predicted-batch-size").textContent).toBe("32");
 });
 

@@ -17,8 +17,7 @@ predicted throughput there and at least every measured throughput. The throughpu
 where time per sample grows with the batch (a CPU past its caches): that is what a user gets.
 The range ends at the memory capacity when that is a real bound (``memory_bound``: GPU memory
 or a CPU budget the user gave; a CPU's free RAM is no bound a user means, but no range passes
-it either: a profile at batch 2,000,000 once offered "Measure at 32000000", 53.6 GiB on a
-machine with 22.4 GiB free) and at
+it either: a profile once offered 53.6 GiB on a machine with 22.4 GiB free) and at
 ``EXTRAPOLATION_LIMIT`` times the largest measured batch size (``FLAT_EXTRAPOLATION_LIMIT``
 when the time did not grow over the samples: "launch-bound up to at least N" says nothing of
 where it starts to grow), and below ``fails_at``, a batch size where the user's code raised;
@@ -60,10 +59,9 @@ class PerformanceModels:
     ``can_manipulate`` is false, and ``reason`` says why, when the samples are too few or the
     time curve cannot be trusted (``trust.fit_time``), or when the curves themselves cannot
     support a drag (``line_problems``: checked on construction, so a hand-built or edited
-    report cannot claim otherwise). The fits are kept when they exist, so the widget can draw
-    them beside the measured points. ``measured_range`` is the smallest and largest batch size
-    the fit used; ``measured_max_throughput`` the best throughput among those samples. A
-    ``LinearFit`` given for ``time`` or ``memory`` is taken as its one-line curve.
+    report cannot claim otherwise). The fits are kept when they exist, to draw beside the
+    samples. ``measured_range``: the smallest and largest batch size fitted;
+    ``measured_max_throughput``: their best throughput. A ``LinearFit`` is its one-line curve.
     """
 
     time: Curve | None
@@ -77,6 +75,7 @@ class PerformanceModels:
     measured_max_throughput: float | None = None
     fails_at: int | None = None  # the smallest batch size above the samples that raised
     fails_below: int | None = None  # the largest batch size below the samples that raised
+    tolerance: float = TOLERANCE  # how far samples scatter when nothing changes (``fit_time``)
 
     def __post_init__(self) -> None:
         self.time, self.memory = _curve(self.time), _curve(self.memory)
@@ -102,9 +101,8 @@ class PerformanceModels:
     ) -> PerformanceModels:
         """Fit both curves; ``can_manipulate`` is false (with why) when a fit is unusable.
 
-        Samples with a non-finite value, a batch size below 1 or a non-positive time cannot be
-        measurements and are left out (``reason`` mentions it if that leaves too few points).
-        ``reason`` from the sampler (e.g. "out of memory at 64") is kept when the fit fails.
+        Samples with a non-finite value, a batch size below 1 or a non-positive time are left
+        out; ``reason`` from the sampler (e.g. "out of memory at 64") is kept if the fit fails.
         ``memory_bound``: whether ``capacity_bytes`` bounds the batch size (see the module);
         ``tolerance``: how far (relative) the samples scatter when nothing changes, for
         ``curve.fit_time``; ``peak_phases``: each sample's peak per phase of the step, for
@@ -112,8 +110,7 @@ class PerformanceModels:
         """
         phases = list(peak_phases) if peak_phases is not None else [{}] * len(batch_sizes)
         if not len(batch_sizes) == len(iteration_ms) == len(peak_bytes) == len(phases):
-            raise ValueError("batch_sizes, iteration_ms, peak_bytes and peak_phases differ in "
-                             "length")
+            raise ValueError("batch_sizes, iteration_ms, peak_bytes, peak_phases differ in length")
         rows = [
             (float(x), float(t), float(m), p)
             for x, t, m, p in zip(batch_sizes, iteration_ms, peak_bytes, phases, strict=True)
@@ -139,6 +136,7 @@ class PerformanceModels:
             measured_max_throughput=max(1000.0 * x / t for x, t in zip(xs, ts, strict=True)),
             fails_at=fails_at,
             fails_below=fails_below,
+            tolerance=tolerance,
         )
         if problems:  # say everything that is wrong, the samples' and the curves' own
             models.reason = "; ".join(
@@ -369,9 +367,10 @@ class PerformanceModels:
             "bend_batch_size": self.bend_batch_size,
             "launch_bound_up_to": self.launch_bound_up_to,
             "asymptotic_throughput": self.asymptotic_throughput,
-            # only where a size failed: reports from before it and without one read the same
+            # only where a size failed, or off the default: older reports read the same
             **({} if self.fails_at is None else {"fails_at": self.fails_at}),
             **({} if self.fails_below is None else {"fails_below": self.fails_below}),
+            **({} if self.tolerance == TOLERANCE else {"tolerance": self.tolerance}),
         }
 
     @classmethod
@@ -397,4 +396,5 @@ class PerformanceModels:
             measured_max_throughput=None if best is None else float(best),
             fails_at=None if fails is None else int(fails),
             fails_below=None if fails_below is None else int(fails_below),
+            tolerance=float(data.get("tolerance", TOLERANCE)),
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from typing import Any
 
 import pytest
@@ -158,6 +159,26 @@ def test_a_throughput_drag_edits_a_cell_that_ran_before_load_ext(notebook):  # L
     # The id found by the cell's text reached the kernel (edit_target), which adopted it: running
     # that cell again now re-profiles this widget.
     assert _kernel_value(notebook, f"{SHOWN}.source.cell_id") == "providers"
+    _measure_joins(notebook, widget, after, facts)
+
+
+def _measure_joins(notebook, widget, after: int, facts: dict[str, Any]) -> None:
+    """"Measure at N" after the drag: the measurement joins the samples (the view stays at N,
+    the kernel's report holds it, the header's maximum follows) or says why it did not."""
+    _part(widget, "measure").click()
+    result = _part(widget, "measurement")
+    expect(result).to_contain_text("to the samples", timeout=60_000)
+    text = result.inner_text()
+    assert text.startswith(f"Measured at {after}: ") and "predicted " in text, text
+    samples = _kernel_value(notebook, f"sorted(s.batch_size for s in {SHOWN}.samples)")
+    if "not added to the samples: " in text:  # its steps waited, or no curve took it
+        assert after not in samples, (text, samples)
+        return
+    assert re.search(rf"added to the samples: (within the curve's tolerance: the curve stays as "
+                     rf"it was|the time curve now goes through {after} too)", text), text
+    assert after in samples and after not in facts["samples"], (samples, facts)
+    expect(_part(widget, "predicted-batch-size")).to_have_text(str(after))
+    assert _kernel_value(notebook, f"{SHOWN}.models.measured_range[1]") >= after
 
 
 def test_two_identical_provider_cells_are_refused_as_ambiguous(notebook):  # Lab and NB 7

@@ -1,0 +1,72 @@
+"""What "Measure at N" tells the widget, and the report it leaves behind.
+
+The widget compares the measurement with the prediction the report made for N before it was
+taken (``predicted_ms``, ``predicted_peak_bytes``: kept here, since the report may change),
+and N joins the report's samples (``models.joined``) when the curve through all of them is one
+the profile itself would drag on. Steps that waited for a busy CPU join too, as the profile's
+own samples on a busy machine do: the widget says the time may be high, the curve goes through
+what the user was shown, and a measurement at N again replaces it. Refusing them left the
+feature all but unseen in JupyterLab on a 2-core machine, where chromium's work beside the
+kernel made the Llama-style model's steps at 60 wait in both of two tries (session 44).
+
+N goes in as measured, as the profile's own samples do (each timed in a block of its own on the
+warm model), so the curve goes through the number the widget shows for it. A ratio to the
+profile's batch size timed right after N on the same model, to take out a host whose pace
+moved since the profile, was tried and left out (session 44): it drew the curve away from that
+number (the example CNN at 128: 177 ms measured, 147 ms by the ratio), at the cost of another
+measurement, and on this VM the ratio's reference moves too (fresh measurements at 8 read 9.2,
+11.0, 13.4 and 14.7 ms within a minute, 128 read 130 and 160).
+
+Else ``not_joined`` says why, and the report stays as it was. A measurement at the profile's
+own batch size is its headline again, and one of a profile without predictions
+(``--no-predict``) has no curve: neither joins anything, nor says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from skyline_nb.models.joined import NotJoined, with_time_sample
+from skyline_nb.models.performance import PerformanceModels
+from skyline_nb.profiler.iteration import IterationResult
+from skyline_nb.profiler.timing import HEADLINE
+from skyline_nb.report import Report, Sample
+
+
+def measured(report: Report | None,
+             result: IterationResult) -> tuple[Report | None, dict[str, Any]]:
+    """The report with ``result`` joined (or ``report`` itself), and the ``measurement`` trait."""
+    timing = result.timing  # how its steps varied, whether they waited: the noise it shows
+    models = report.models if report is not None else None
+    before = models is not None and models.can_manipulate
+    value: dict[str, Any] = {
+        "batch_size": result.batch_size, "iteration_ms": result.iteration_ms,
+        "waited": result.waited, "peak_bytes": result.peak_bytes,
+        "throughput": result.throughput, "steps": len(timing.counted(HEADLINE)),
+        "spread": timing.spread(HEADLINE),
+        "predicted_ms": models.predict_iteration_ms(result.batch_size) if before else None,
+        "predicted_peak_bytes": models.predict_peak_bytes(result.batch_size) if before else None,
+        "joined": False, "not_joined": None, "curve_kept": False,
+    }
+    if report is None or report.models is None or report.batch_size == result.batch_size:
+        return report, value
+    try:
+        joined = _joined(report, report.models, result)
+    except NotJoined as exc:
+        value["not_joined"] = str(exc)
+        return report, value
+    value["joined"] = True
+    value["curve_kept"] = joined.models.time.lines == report.models.time.lines
+    return joined, value
+
+
+def _joined(report: Report, models: PerformanceModels, result: IterationResult) -> Report:
+    size, ms = result.batch_size, result.iteration_ms
+    joined = with_time_sample(models, [s.batch_size for s in report.samples],
+                              [s.iteration_ms for s in report.samples], size, ms)
+    samples = [replace(s, iteration_ms=ms) if s.batch_size == size else s for s in report.samples]
+    if all(s.batch_size != size for s in samples):
+        samples = sorted([*samples, Sample(size, ms, result.peak_bytes)],
+                         key=lambda s: s.batch_size)
+    return replace(report, samples=samples, models=joined)

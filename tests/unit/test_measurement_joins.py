@@ -1,0 +1,85 @@
+""""Measure at N" on a real profile (``measurement.measured``): the widget's trait holds the
+prediction made before it, and N joins the report's samples unless no curve can take it;
+either way the report never shows an impossible value."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import skyline_nb
+from skyline_nb.examples import mlp
+from skyline_nb.measurement import measured
+from skyline_nb.profiler.iteration import IterationResult
+from skyline_nb.profiler.prepare import measure_iteration
+from skyline_nb.report_checks import impossible_values
+
+PROVIDERS = (mlp.skyline_model_provider, mlp.skyline_input_provider,
+             mlp.skyline_iteration_provider)
+
+
+@pytest.fixture(scope="module")
+def report():
+    for _ in range(4):  # a noisy host may leave a profile without a curve to drag
+        profiled = skyline_nb.profile(*PROVIDERS, batch_size=16)
+        if profiled.models.can_manipulate:
+            return profiled
+    pytest.fail(f"no profile of the MLP could drag: {profiled.models.reason}")
+
+
+def test_a_measurement_beyond_the_samples_joins_them_or_says_why(report) -> None:
+    size = 4 * max(s.batch_size for s in report.samples)
+    before = report.models.predict_iteration_ms(size)
+    result = measure_iteration(*PROVIDERS, size)
+    after, value = measured(report, result)
+    assert value["predicted_ms"] == before
+    assert value["predicted_peak_bytes"] == report.models.predict_peak_bytes(size)
+    assert value["throughput"] == 1000.0 * size / value["iteration_ms"]
+    if value["joined"]:
+        sample = next(s for s in after.samples if s.batch_size == size)
+        assert sample.iteration_ms == result.iteration_ms
+        assert sample.peak_bytes == result.peak_bytes
+        assert after.models.predict_iteration_ms(size) == pytest.approx(
+            result.iteration_ms, rel=report.models.tolerance)
+        assert after.models.measured_range[1] == size
+        assert len(after.samples) == len(report.samples) + 1
+    else:  # no curve goes near it and the samples (the host's pace moved): said, not drawn
+        assert value["not_joined"] and after is report
+    assert impossible_values(after) == []
+    assert size not in {s.batch_size for s in report.samples}  # the profile's report as it was
+
+
+def test_a_measurement_on_the_curve_joins_it(report) -> None:
+    """Measured where the curve says (the host's pace unchanged): it must join."""
+    size = 3 * max(s.batch_size for s in report.samples)
+    ms = report.models.predict_iteration_ms(size)
+    after, value = measured(report, IterationResult(size, ms, report.models.memory(size)))
+    assert value["joined"] and value["not_joined"] is None and value["curve_kept"]
+    assert after.models.time.lines == report.models.time.lines
+    assert after.models.measured_range == (report.models.measured_range[0], size)
+    assert after.models.predict_iteration_ms(size) == pytest.approx(ms, rel=1e-6)
+    assert after.iteration_ms == report.iteration_ms and after.tree is report.tree
+    assert impossible_values(after) == []
+
+
+def test_steps_that_waited_for_a_cpu_join_as_measured(report) -> None:
+    """As the profile's own samples on a busy machine: the widget says the time may be high
+    (``waited``), and a measurement there again replaces it."""
+    size = 2 * max(s.batch_size for s in report.samples)
+    ms = report.models.predict_iteration_ms(size)
+    slow, value = measured(report, IterationResult(size, 1.5 * ms, 1, converged=False))
+    assert value["waited"] and value["joined"] and not value["curve_kept"]
+    assert slow.models.predict_iteration_ms(size) == pytest.approx(1.5 * ms, rel=1e-6)
+    again, value = measured(slow, IterationResult(size, ms, 1))
+    assert value["joined"] and [s.batch_size for s in again.samples].count(size) == 1
+    assert again.models.predict_iteration_ms(size) == pytest.approx(ms, rel=1e-6)
+
+
+def test_the_profiles_own_batch_size_or_a_profile_without_curves_joins_nothing(report) -> None:
+    again = IterationResult(report.batch_size, report.iteration_ms, report.peak_bytes)
+    after, value = measured(report, again)
+    assert after is report and not value["joined"] and value["not_joined"] is None
+    bare = replace(report, models=None)
+    after, value = measured(bare, IterationResult(64, 1.0, 1))
+    assert after is bare and value["predicted_ms"] is None and value["not_joined"] is None
