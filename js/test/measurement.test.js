@@ -118,26 +118,28 @@ describe("a measurement that joins the samples", () => {
     expect(shown(view)).toContain("added to the samples: the time curve now goes through 40 too");
   });
 
-  test("one measured on a busy machine joins, and a quieter one replaces it", () => {
+  /** The small report's view after the kernel sent `measurement` (joined or not). */
+  function measuredView(measurement) {
     const view = mount({ report: loadReport("small") });
     views.push(view);
-    view.model.set("measurement", { ...at40, waited: true, joined: true, not_joined: null });
+    view.model.set("measurement", { ...at40, joined: false, not_joined: null, ...measurement });
+    return view;
+  }
+
+  test("one measured on a busy machine joins, and a quieter one replaces it", () => {
+    const view = measuredView({ waited: true, joined: true });
     expect(shown(view)).toContain("so the measured time may be high");
     expect(shown(view)).toContain("goes through 40 too (Measure again when the machine is quieter: it replaces this one)");
   });
 
   test("one within the curve's tolerance says the curve stays", () => {
-    const view = mount({ report: loadReport("small") });
-    views.push(view);
-    view.model.set("measurement", { ...at40, joined: true, not_joined: null, curve_kept: true });
+    const view = measuredView({ joined: true, curve_kept: true });
     expect(shown(view)).toContain("added to the samples: within the curve's tolerance: the curve stays as it was");
   });
 
   test("one that did not join says why", () => {
-    const view = mount({ report: loadReport("small") });
-    views.push(view);
     const why = "no curve goes within 6% of it and as near the profile's samples as the profile's own curve";
-    view.model.set("measurement", { ...at40, joined: false, not_joined: why });
+    const view = measuredView({ not_joined: why });
     expect(shown(view)).toContain(`not added to the samples: ${why}`);
     view.model.set("measurement", { ...at40, iteration_ms: 66.0, joined: false, not_joined: null }); // at its own batch
     expect(shown(view)).not.toContain("samples:");
