@@ -30,7 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from skyline_nb.models.curve import BEND, CONVEX, LINE, Curve, Line, _finish
+from skyline_nb.models.curve import BEND, CONVEX, FLAT, LINE, Curve, Line, _finish
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.models.trust import fit_time, spread
 
@@ -103,6 +103,7 @@ def _bridged(curve: Curve, sizes: Sequence[int], size: int, ms: float,
                     end=min(end, line.end or end) if size > high else line.end)
             for line in curve.lines]
     lines = [*held, piece] if size > high else [piece, *held]
-    # a bend stays where it was when the piece goes on past it; a flat curve grows now
-    kept = curve.shape == CONVEX or (curve.shape == BEND and size > high)
-    return Curve(lines, shape=curve.shape if kept else LINE)
+    # past the samples a bend stays where it was, and a flat curve bends where the piece starts
+    if size > high and curve.shape in (FLAT, BEND):
+        return Curve(lines, shape=BEND)
+    return Curve(lines, shape=CONVEX if curve.shape == CONVEX else LINE)

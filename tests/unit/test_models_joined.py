@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from skyline_nb.models.curve import LINE
-from skyline_nb.models.joined import NotJoined, with_time_sample
+from skyline_nb.models.curve import BEND, LINE
+from skyline_nb.models.joined import NotJoined, _bridged, with_time_sample
 from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
 
 GIB = 1 << 30
@@ -83,6 +83,26 @@ def test_a_time_that_steepens_past_the_samples_is_followed() -> None:
     assert joined.predict_iteration_ms(64) == pytest.approx(1613.0, rel=models.tolerance)
     assert joined.predict_throughput(64) < models.predict_throughput(64)
     drag_invariants(joined, [*sizes, 64], [*times, 1613.0])
+
+
+def test_a_flat_time_that_grows_past_the_samples_bends_where_they_end() -> None:
+    """Launch-bound up to 16 (a GPU's floor, the drag to 2× it), then slower at 32."""
+    times = [9.0, 9.1, 8.9]
+    models = profiled(times)
+    assert models.launch_bound_up_to == 16
+    joined = with_time_sample(models, SIZES, times, 32, 15.0)
+    assert joined.bend_batch_size == pytest.approx(16, rel=0.1)  # refitted: a floor, a line
+    assert joined.launch_bound_up_to is None
+    assert joined.predict_iteration_ms(32) == pytest.approx(15.0, rel=models.tolerance)
+    assert joined.predict_iteration_ms(8) == pytest.approx(9.0, rel=models.tolerance)
+    drag_invariants(joined, [*SIZES, 32], [*times, 15.0])
+
+
+def test_a_flat_curves_bridge_is_a_bend_where_the_samples_end() -> None:
+    """Where no refit takes them (``_bridged`` directly): the floor, then the piece."""
+    bridged = _bridged(profiled([9.0, 9.1, 8.9]).time, SIZES, 32, 15.0, [])
+    assert bridged.shape == BEND and bridged.bend() == pytest.approx(16)
+    assert (bridged(8), bridged(32), bridged(64)) == pytest.approx((9.0, 15.0, 27.0))
 
 
 def test_a_measurement_below_the_samples_is_bridged_to_the_smallest() -> None:
