@@ -15,7 +15,9 @@ thread: measurements 0.1-3.6 % off the prediction took the held-out error from 3
 5.3-11.7 %). A new curve is taken only within the tolerance of N and as near the profile's
 samples as the profile's own curve: they were timed minutes apart, and where the host's pace
 moved between (this VM's moved by half), the rules alone would allow a curve 10-15 % off two
-samples, drawn through two paces.
+samples, drawn through two paces. Where there is none and N lies beyond the samples (or below
+them), the profile's curve stays over them and a straight piece runs on from its end through N
+(``_bridged``): the step's growth turned where the profile did not look.
 
 The memory curve stays as it is: the samples' peaks per phase fit it, which a plain
 measurement does not mark, and the peaks it predicts were within 0.1 % of fresh models'
