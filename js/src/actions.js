@@ -133,8 +133,9 @@ export function createActions({ model, predictor, signal, getBatch, measuredBatc
       lines.push(`predicted ${formatThroughput(t)} (${formatPercent((m.throughput - t) / t)} off), `
         + `${formatBytes(p)} (${formatPercent((m.peak_bytes - p) / p)} off)`);
       // faster than the curve lets any batch size be: its line is too steep for the step now
+      // (unless the measurement joined it: the curve takes it in, or it was within the noise)
       const ceiling = predictor.asymptoticThroughput;
-      if (ceiling && m.throughput > ceiling) {
+      if (ceiling && m.throughput > ceiling && m.joined !== true) {
         lines.push(`faster than the curve's ceiling (${formatThroughput(ceiling)} at any batch size): `
           + "the samples ran slower than this step; Re-profile to fit the curve anew");
       }

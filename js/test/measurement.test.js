@@ -92,6 +92,10 @@ test("a measurement faster than the curve's ceiling says so", () => {
   expect(shown(view)).toContain(`faster than the curve's ceiling (${formatThroughput(ceiling)} at any batch size)`);
   view.model.set("measurement", { ...at40, throughput: 0.5 * ceiling, iteration_ms: 40_000 / (0.5 * ceiling) });
   expect(shown(view)).not.toContain("ceiling");
+  // joined: the curve the kernel sent takes it in (or it lay within the curve's noise)
+  view.model.set("measurement", { ...at40, throughput: 1.2 * ceiling, iteration_ms: 40_000 / (1.2 * ceiling), joined: true });
+  expect(shown(view)).toContain("added to the samples");
+  expect(shown(view)).not.toContain("ceiling");
 });
 
 describe("a measurement that joins the samples", () => {
