@@ -49,19 +49,21 @@ def measured(report: Report | None,
         "predicted_peak_bytes": models.predict_peak_bytes(result.batch_size) if before else None,
         "joined": False, "not_joined": None, "curve_kept": False,
     }
-    if report is None or report.models is None or report.batch_size == result.batch_size:
+    if report is None or models is None or report.batch_size == result.batch_size:
         return report, value
     try:
-        joined = _joined(report, report.models, result)
+        joined = _joined(report, models, result)
     except NotJoined as exc:
         value["not_joined"] = str(exc)
         return report, value
     value["joined"] = True
-    value["curve_kept"] = joined.models.time.lines == report.models.time.lines
+    value["curve_kept"] = joined.models.time.lines == models.time.lines
     return joined, value
 
 
 def _joined(report: Report, models: PerformanceModels, result: IterationResult) -> Report:
+    """``report`` with ``result`` among its samples (replacing one at its size) and its
+    models' time curve through them (``with_time_sample``); raises ``NotJoined``."""
     size, ms = result.batch_size, result.iteration_ms
     joined = with_time_sample(models, [s.batch_size for s in report.samples],
                               [s.iteration_ms for s in report.samples], size, ms)

@@ -155,6 +155,31 @@ def test_batch_size_variable(ip):
     assert live.widget.error == "" and live.widget.measurement == {}
 
 
+def test_a_measurement_beyond_the_samples_joins_the_widgets_report(ip):
+    """"Measure at N" past the samples: the widget's report holds N (and the kernel side's),
+    the trait keeps the prediction made before; or, not joined, it says why."""
+    run(ip, PROVIDERS, "cell-m")
+    assert run(ip, "%skyline", "cell-n").success
+    live = ip._skyline_nb_magics.live[-1]
+    for _ in range(4):  # a noisy host may leave a profile without a curve: Re-profile, as users do
+        if live.report.models.can_manipulate:
+            break
+        live._on_msg(live.widget, {"kind": "reprofile"}, [])
+    assert live.report.models.can_manipulate, live.report.models.reason
+    size = 4 * max(s.batch_size for s in live.report.samples)
+    before = live.report.models.predict_iteration_ms(size)
+    live._on_msg(live.widget, {"kind": "measure", "batch_size": size}, [])
+    assert live.widget.error == ""
+    measured = live.widget.measurement
+    assert measured["batch_size"] == size and measured["predicted_ms"] == before
+    sizes = [s["batch_size"] for s in live.widget.report["samples"]]
+    if measured["joined"]:
+        assert size in sizes and live.report.models.measured_range[1] == size
+        assert live.widget.report["models"]["measured_range"][1] == size
+    else:
+        assert measured["not_joined"] and size not in sizes
+
+
 def test_pending_drag_is_applied_on_the_next_cell_magic_run(ip):
     cell = "%%skyline --no-predict\n" + PROVIDERS.rstrip("\n")
     assert run(ip, cell, "cell-l").success
