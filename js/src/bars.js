@@ -87,7 +87,8 @@ function lines(texts) {
   return texts.flatMap((text, i) => [i ? " " : null, h("span", { class: "sk-line", text })]).filter(Boolean);
 }
 
-export function createBars({ report, predictor, signal, onPreview, onCommit, initialBatch }) {
+/** `measurable`: a kernel serves the widget, so "Measure at N" is there to check a prediction. */
+export function createBars({ report, predictor, signal, onPreview, onCommit, initialBatch, measurable = false }) {
   const measuredBatch = Number(report.batch_size);
   const live = predictor.canManipulate;
   const top = live ? predictor.maxBatchSize() : measuredBatch;
@@ -170,8 +171,10 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     setText(batchTag, batch === measuredBatch ? " (measured)" : " (predicted)");
     const note = batch === measuredBatch ? null : predictor.extrapolation(batch);
     const failed = live ? predictor.failedNext(batch) : null;
+    // where a kernel serves the widget, the way to know: a measurement there joins the samples
+    const measure = measurable ? `: Measure at ${batch} adds it to the samples` : ""; // the button's words
     const text = [
-      note ? `The prediction is ${note}.` : null,
+      note ? `The prediction is ${note}${measure}.` : null,
       failed ? `The range ends here: your code raised at batch size ${formatInt(failed)} (see the notes).` : null,
     ].filter(Boolean).join(" ");
     setText(extrapolated, text);

@@ -10,6 +10,7 @@ import { h } from "./dom.js";
 import { applyEdit, createEditNotice } from "./edit.js";
 import { formatBytes, formatFrame, formatMs, formatPercent } from "./format.js";
 import { groupRepeatedOps, groupTooltipLines } from "./group.js";
+import { isLive } from "./kernel.js";
 import { segmentLines } from "./lines.js";
 import { createPeakNote } from "./peaknote.js";
 import { Predictor } from "./predict.js";
@@ -64,7 +65,7 @@ export function createReportView({ report, model, el, tooltip, signal, drillPath
   });
   const code = createCodeView({ signal, onSelectLine: selectLine });
   const notice = createEditNotice({ signal });
-  const bars = createBars({ report, predictor, signal, initialBatch: batch, onPreview: preview, onCommit: commit });
+  const bars = createBars({ report, predictor, signal, initialBatch: batch, onPreview: preview, onCommit: commit, measurable: isLive(model) });
   const actions = createActions({ model, predictor, signal, getBatch: () => batch, measuredBatch: Number(report.batch_size) });
   // The edit's confirmation right under the bars a drag ends on, where the eye still is.
   bars.el.append(notice.el, actions.el);

@@ -75,6 +75,15 @@ test("the kernel answers the ping: Re-profile and Measure at N send messages; th
   expect(q("measurement").textContent).toContain("predicted");
 });
 
+test("beyond the samples, where a kernel can measure, the extrapolated note says how to know", async () => {
+  const { q } = mountWithKernel(fakeKernel());
+  await tick();
+  key(q("throughput-bar"), "End");
+  expect(q("measure").textContent).toBe("Measure at 2048");
+  expect(q("extrapolated").textContent).toBe(
+    "The prediction is extrapolated beyond the measured 256: Measure at 2048 adds it to the samples.");
+});
+
 test("no answer to the ping: buttons stay hidden, and a changed cell is refused at once", async () => {
   const kernel = fakeKernel({}); // nothing answers
   const { model, cell, q } = mountWithKernel(kernel, (code) => `# typed since profiling\n${code}`);

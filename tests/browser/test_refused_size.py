@@ -70,8 +70,8 @@ def test_the_drag_stays_between_the_sizes_the_code_refuses(notebook):  # Lab and
     assert seen == sorted(seen) and seen[-1] == 24 and seen.count(24) > 10, seen
     assert int(_part(widget, "predicted-batch-size").text_content()) == 24
     expect(_part(widget, "extrapolated")).to_have_text(
-        "The prediction is extrapolated beyond the measured 16. "
-        "The range ends here: your code raised at batch size 25 (see the notes).")
+        "The prediction is extrapolated beyond the measured 16: Measure at 24 adds it to the "
+        "samples. The range ends here: your code raised at batch size 25 (see the notes).")
     assert _saved(notebook) == {**cells,
                                 "providers": PROVIDERS.replace("batch_size=16)", "batch_size=24)")}
     seen = _drag(notebook, widget, 4)
