@@ -201,6 +201,12 @@ class Latest:
 
         return profile
 
+    def joined(self, shown: Report, now: Report) -> None:
+        """A widget's report ``shown`` became ``now`` ("Measure at N" joined its samples): where
+        ``shown`` was the latest, ``-o`` and ``last_report()`` give what that widget shows."""
+        if self.report is shown:
+            self.report = now
+
     def current(self, request: Any, batch_size: int | None) -> Report | None:
         """The latest report, if profiling ``request`` at ``batch_size`` now would be made from
         the same; else None. ``batch_size`` None: the variable named by ``--batch-size-var``,

@@ -100,8 +100,10 @@ class LiveProfile:
     """The kernel side of one widget: profile, then serve its messages until it is closed."""
 
     def __init__(self, request: ProfileRequest, cell: SourceCell | None,
-                 profile_fn: Callable[..., Report]) -> None:
+                 profile_fn: Callable[..., Report],
+                 on_joined: Callable[[Report, Report], None] | None = None) -> None:
         self.request = request
+        self._on_joined = on_joined  # told (old, new) when a measurement joins the report
         self.cell = cell
         self._profile_fn = profile_fn
         self.report: Report | None = None
@@ -299,6 +301,8 @@ class LiveProfile:
         report, measurement = measured(self.report, result)
         joined = report is not self.report
         if joined:  # first: a measurement held when a report arrives is the old report's
+            if self._on_joined is not None:
+                self._on_joined(self.report, report)
             self.report, self.widget.report = report, report.to_dict()
         self.widget.measurement = measurement
         if joined:

@@ -94,7 +94,8 @@ class SkylineMagics(Magics):
 
         profile_fn = functools.partial(profile, cells=cells.lookup)
         live = LiveProfile(request, source_cell,
-                           failures.for_user(self.latest.remembering(request, profile_fn)))
+                           failures.for_user(self.latest.remembering(request, profile_fn)),
+                           on_joined=self.latest.joined)
         self._replace_output(live)
         live.show()
         report = live.run(args.batch_size)

@@ -155,9 +155,10 @@ def test_batch_size_variable(ip):
     assert live.widget.error == "" and live.widget.measurement == {}
 
 
-def test_a_measurement_beyond_the_samples_joins_the_widgets_report(ip):
-    """"Measure at N" past the samples: the widget's report holds N (and the kernel side's),
-    the trait keeps the prediction made before; or, not joined, it says why."""
+def test_a_measurement_beyond_the_samples_joins_the_widgets_report(ip, tmp_path):
+    """"Measure at N" past the samples: the widget's report holds N (and the kernel side's,
+    ``last_report()`` and what ``-o`` exports), the trait keeps the prediction made before;
+    or, not joined, it says why."""
     run(ip, PROVIDERS, "cell-m")
     assert run(ip, "%skyline", "cell-n").success
     live = ip._skyline_nb_magics.live[-1]
@@ -176,6 +177,11 @@ def test_a_measurement_beyond_the_samples_joins_the_widgets_report(ip):
     if measured["joined"]:
         assert size in sizes and live.report.models.measured_range[1] == size
         assert live.widget.report["models"]["measured_range"][1] == size
+        assert skyline_nb.last_report() is live.report
+        with capture_output():
+            assert run(ip, f"%skyline -o {tmp_path / 'j.json'}", "cell-o").success
+        exported = json.loads((tmp_path / "j.json").read_text())
+        assert size in [s["batch_size"] for s in exported["samples"]]
     else:
         assert measured["not_joined"] and size not in sizes
 
