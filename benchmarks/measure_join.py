@@ -12,6 +12,7 @@ plain loop at the start before and after the round (the host's pace, which moves
 here).
 
     PYTHONPATH=$PWD python benchmarks/measure_join.py --models cnn lstm --starts 8 16
+    PYTHONPATH=$PWD python benchmarks/measure_join.py --at 8 4    # then a second, between
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import example_providers
 from trust import plain_median
 
+from skyline_nb.models.curve import SHAPES
 
-def one_round(providers: tuple, start: int, at: float, held_out: list[float],
+
+def one_round(providers: tuple, start: int, at: list[float], held_out: list[float],
               plain: int) -> dict:
-    """One profile, one measurement, the held-out truths; the numbers of the row."""
+    """One profile, the measurements in turn (each joining what the last left), the held-out
+    truths; the numbers of the row."""
     import skyline_nb
     from skyline_nb.measurement import measured
     from skyline_nb.profiler.prepare import measure_iteration
@@ -38,22 +42,25 @@ def one_round(providers: tuple, start: int, at: float, held_out: list[float],
 
     pace = [plain_median(providers, start, plain)]
     report = skyline_nb.profile(*providers, batch_size=start)
-    size = round(at * start)
     row = {"samples": [s.batch_size for s in report.samples], "joined": None, "impossible": 0}
     if not report.models.can_manipulate:
         return {**row, "how": f"off: {report.models.reason}"}
-    after, value = measured(report, measure_iteration(*providers, size))
-    row["impossible"] = len(impossible_values(after))
-    row["joined"] = value["joined"]
-    time = after.models.time
-    row["how"] = value["not_joined"] or ("kept" if value["curve_kept"] else
-                                         "piece" if time.pieces else time.shape)
+    after, hows, offs = report, [], []
+    for size in (round(m * start) for m in at):
+        after, value = measured(after, measure_iteration(*providers, size))
+        row["impossible"] += len(impossible_values(after))
+        time = after.models.time
+        hows.append(value["not_joined"] or ("kept" if value["curve_kept"] else
+                                            "piece" if time.pieces else time.shape))
+        offs.append(100 * (value["iteration_ms"] / value["predicted_ms"] - 1))
+    row["joined"] = any(how in ("kept", "piece", *SHAPES) for how in hows)
+    row["how"] = " then ".join(hows)
     truths = {n: plain_median(providers, n, plain) for n in (round(h * start) for h in held_out)}
     pace.append(plain_median(providers, start, plain))
     for name, models in (("before", report.models), ("after", after.models)):
         row[name] = {n: 100 * (models.predict_iteration_ms(n) / t - 1) for n, t in truths.items()}
     row["pace"] = pace
-    row["measured_off"] = 100 * (value["iteration_ms"] / value["predicted_ms"] - 1)
+    row["measured_off"] = offs
     return row
 
 
@@ -61,7 +68,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["cnn", "lstm", "transformer"])
     parser.add_argument("--starts", nargs="+", type=int, default=[8, 16])
-    parser.add_argument("--at", type=float, default=8.0, help="Measure at this × the start")
+    parser.add_argument("--at", nargs="+", type=float, default=[8.0],
+                        help="Measure at these × the start, in turn")
     parser.add_argument("--held-out", nargs="+", type=float, default=[3, 4, 6, 12])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--plain", type=int, default=9, help="iterations per plain loop")
@@ -80,10 +88,11 @@ def main() -> None:
         for start in args.starts:
             rows = [one_round(providers, start, args.at, args.held_out, args.plain)
                     for _ in range(args.rounds)]
-            print(table_row(name, start, round(args.at * start), rows), flush=True)
+            sizes = ", ".join(str(round(m * start)) for m in args.at)
+            print(table_row(name, start, sizes, rows), flush=True)
 
 
-def table_row(name: str, start: int, size: int, rows: list[dict]) -> str:
+def table_row(name: str, start: int, size: str, rows: list[dict]) -> str:
     """Medians over the rounds that joined or refused (a profile with dragging off has no
     curve to compare), and what each round did."""
     done = [r for r in rows if r["joined"] is not None]
@@ -101,9 +110,10 @@ def table_row(name: str, start: int, size: int, rows: list[dict]) -> str:
         f"{n}: {statistics.median(r['before'][n] for r in done):+.1f} → "
         f"{statistics.median(r['after'][n] for r in done):+.1f}" for n in sizes)
     pace = ", ".join(f"{r['pace'][0]:.1f}→{r['pace'][1]:.1f}" for r in done)
-    off = statistics.median(r["measured_off"] for r in done)
+    off = " / ".join(f"{statistics.median(r['measured_off'][k] for r in done):+.1f}"
+                     for k in range(len(done[0]["measured_off"])))
     impossible = sum(r["impossible"] for r in done)
-    return (f"| {name} | {start} | {samples} | {size} | {joined} | {hows} | {off:+.1f} "
+    return (f"| {name} | {start} | {samples} | {size} | {joined} | {hows} | {off} "
             f"| {statistics.median(mean_abs(r, 'before') for r in done):.1f} "
             f"| {statistics.median(mean_abs(r, 'after') for r in done):.1f} | {per_size} "
             f"| {pace} |" + (f" {impossible} impossible values" if impossible else ""))

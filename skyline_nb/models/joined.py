@@ -17,7 +17,8 @@ samples as the profile's own curve: they were timed minutes apart, and where the
 moved between (this VM's moved by half), the rules alone would allow a curve 10-15 % off two
 samples, drawn through two paces. Where there is none and N lies beyond the samples (or below
 them), the profile's curve stays over them and a straight piece runs on from its end through N
-(``_bridged``): the step's growth turned where the profile did not look.
+(``_bridged``): the step's growth turned where the profile did not look. A later measurement
+between the ends of such a piece splits it in two through N (``_split``).
 
 The memory curve stays as it is: the samples' peaks per phase fit it, which a plain
 measurement does not mark, and the peaks it predicts were within 0.1 % of fresh models'
@@ -33,6 +34,7 @@ from dataclasses import replace
 import numpy as np
 
 from skyline_nb.models.curve import BEND, CONVEX, FLAT, LINE, Curve, Line, _finish
+from skyline_nb.models.memory_curve import _order
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.models.trust import fit_time, spread
 
@@ -88,9 +90,7 @@ def _bridged(curve: Curve, sizes: Sequence[int], size: int, ms: float,
     bend) follows within 6 %; ``size`` among the samples gets no piece: ``NotJoined``."""
     low, high = min(sizes), max(sizes)
     if low < size < high:
-        raise NotJoined("; ".join(problems) or "no curve of the profile's kind goes near it and "
-                        "its samples: the machine's pace may have changed since the profile; "
-                        "Re-profile to measure them all anew")
+        return _split(curve, sizes, size, ms, problems)
     end = high if size > high else low
     slope = (ms - curve(end)) / (size - end)
     if slope <= 0:
@@ -109,3 +109,38 @@ def _bridged(curve: Curve, sizes: Sequence[int], size: int, ms: float,
     if size > high and curve.shape in (FLAT, BEND):
         return Curve(lines, shape=BEND)
     return Curve(lines, shape=CONVEX if curve.shape == CONVEX else LINE)
+
+
+def _split(curve: Curve, sizes: Sequence[int], size: int, ms: float,
+           problems: list[str]) -> Curve:
+    """``curve`` through ``size`` at ``ms``, between the samples around it, where the curve
+    there is a straight piece that holds over a stretch only: a chord between two
+    measurements (a bridge of ``_bridged``, or ``trust._steep_start``'s piece), which says
+    nothing between its ends but that they are joined. The chord becomes two, through N: the
+    example CNN at 2 threads, bridged from 16 to 64, read +10 % above that chord at 40, as a
+    time per sample that falls with the batch does. Where the curve there is a line fitted
+    through the profile's samples, a measurement far from it says the machine's pace moved:
+    ``NotJoined``."""
+    below, above = max(n for n in sizes if n < size), min(n for n in sizes if n > size)
+    holding = [line for line in curve.lines if line.holds_at(size)]
+    chord = holding[0] if len(holding) == 1 else None
+    if chord is None or not (chord.start is not None or chord.end is not None) or not (
+            chord.holds_at(below) and chord.holds_at(above)):
+        raise NotJoined("; ".join(problems) or "no curve of the profile's kind goes near it and "
+                        "its samples: the machine's pace may have changed since the profile; "
+                        "Re-profile to measure them all anew")
+    if not curve(below) < ms < curve(above):
+        end = below if ms <= curve(below) else above
+        than = "slower" if end == below else "faster"
+        raise NotJoined(f"it ran no {than} than batch size {end}, where the curve says "
+                        f"{curve(end):.3g} ms: the machine's pace may have changed since")
+    left = (ms - curve(below)) / (size - below)
+    right = (curve(above) - ms) / (above - size)
+    parts = [Line(left, ms - left * size, start=below, end=size),
+             Line(right, ms - right * size, start=size, end=above)]
+    if chord.start is None or chord.start < below:
+        parts.append(replace(chord, end=below))
+    if chord.end is None or chord.end > above:
+        parts.append(replace(chord, start=above))
+    lines = [line for line in curve.lines if line is not chord] + parts
+    return Curve(sorted(lines, key=_order), shape=curve.shape)

@@ -31,8 +31,8 @@ RUNS = {
                     "stock", "--threads", "1", "--steps"], "building the model, measuring its "
                    "memory, then timing the iteration and each op / _tracked_warmup / 16"),
     "first_profile": (["--models", "mlp", "--rounds", "1"], "| mlp | 16 |"),
-    "measure_join": (["--models", "mlp", "--starts", "16", "--rounds", "1", "--held-out", "3",
-                      "--plain", "3"], "| mlp | 16 |"),
+    "measure_join": (["--models", "mlp", "--starts", "16", "--rounds", "1", "--at", "8", "4",
+                      "--held-out", "3", "--plain", "3"], "| mlp | 16 | "),
     "new_size_faults": (["--model", "mlp", "--rounds", "1", "--threads", "1", "--settle"],
                         "round 1, 16: steady"),
     "thread_speedup": (["--models", "mlp", "--batches", "8", "16", "--passes", "1", "--plain",

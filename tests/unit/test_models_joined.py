@@ -65,6 +65,24 @@ def test_a_time_per_sample_that_falls_past_the_samples_is_bridged() -> None:
     drag_invariants(joined, [*SIZES, 64], [*times, 73.4])
 
 
+def test_a_measurement_between_a_bridges_ends_splits_it_there() -> None:
+    """A second measurement between the profile's largest sample and the first one: the
+    bridge was a chord; the curve now goes through both measurements, as it was elsewhere."""
+    times = [8.8, 14.9, 26.0]
+    first = with_time_sample(profiled(times), SIZES, times, 64, 73.4)
+    sizes, ts = [*SIZES, 64], [*times, 73.4]
+    assert first.time(40) == pytest.approx(49.74, abs=0.01)  # the chord: +10.6 % off 55
+    joined = with_time_sample(first, sizes, ts, 40, 55.0)
+    for n, t in zip([*sizes, 40], [*ts, 55.0], strict=True):
+        assert joined.time(n) == pytest.approx(t if n in (40, 64) else first.time(n))
+    for n in (8, 12, 128, 300):  # outside 16..64 the curve is as it was
+        assert joined.time(n) == pytest.approx(first.time(n))
+    assert joined.measured_range == (4, 64)
+    drag_invariants(joined, [*sizes, 40], [*ts, 55.0])
+    with pytest.raises(NotJoined, match="ran no faster than batch size 64"):
+        with_time_sample(first, sizes, ts, 40, 80.0)
+
+
 def test_a_measurement_off_the_line_refits_it_where_one_line_takes_them_all() -> None:
     times = [0.5 * n + 4 for n in SIZES]
     joined = with_time_sample(profiled(times), SIZES, [8.2, 7.9, 12.1], 64, 36.0)
