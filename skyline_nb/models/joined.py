@@ -17,8 +17,8 @@ samples as the profile's own curve: they were timed minutes apart, and where the
 moved between (this VM's moved by half), the rules alone would allow a curve 10-15 % off two
 samples, drawn through two paces. Where there is none and N lies beyond the samples (or below
 them), the profile's curve stays over them and a straight piece runs on from its end through N
-(``_bridged``): the step's growth turned where the profile did not look. A later measurement
-between the ends of such a piece splits it in two through N (``_split``).
+(``_through``): the step's growth turned where the profile did not look. A later measurement
+between the ends of such a piece splits it in two through N.
 
 The memory curve stays as it is: the samples' peaks per phase fit it, which a plain
 measurement does not mark, and the peaks it predicts were within 0.1 % of fresh models'
@@ -27,7 +27,6 @@ measurement does not mark, and the peaks it predicts were within 0.1 % of fresh 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -49,7 +48,8 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
     one at ``size`` is replaced): its time curve as it was where that lies within the tolerance
     of it; else fitted anew (``trust.fit_time``) where that curve is as near them all as the
     module asks, else, for a ``size`` beyond the samples, the profile's curve over its samples
-    and a straight piece on to ``size`` (``_bridged``). Raises ``NotJoined`` with the reason
+    and a straight piece on to ``size``, or between two measurements where the curve was one
+    (``_through``). Raises ``NotJoined`` with the reason
     when neither is one to drag on, or ``models`` had no curve to drag."""
     if not models.can_manipulate or models.time is None:
         raise NotJoined(models.reason or "this profile draws no curve to join")
@@ -62,7 +62,7 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
         allowed = max(models.tolerance, spread(models.time, xs[:-1], ts[:-1]))
         if (problems or spread(time, xs[:-1], ts[:-1]) > allowed
                 or spread(time, [size], [ms]) > models.tolerance):
-            time = _bridged(models.time, xs[:-1], size, ms, problems)
+            time = _through(models.time, xs[:-1], size, ms, problems)
     time = _finish(time.lines, time.shape, np.array(xs, dtype=float), np.array(ts, dtype=float),
                    envelope=False)
     low, high = int(min(xs)), int(max(xs))
@@ -80,67 +80,57 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
     return joined
 
 
-def _bridged(curve: Curve, sizes: Sequence[int], size: int, ms: float,
+def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float,
              problems: list[str]) -> Curve:
-    """``curve`` where the profile measured (its samples' ``sizes``) and, past them, the
-    straight piece between its end and ``size`` at ``ms``, on beyond ``size``: what was
-    measured, joined by what can be said between two measurements. The example CNN at 2
-    threads grew 1.52, 1.39, then 0.99 ms a sample from 4 to 8, 16 and 64 (its threads share
-    more of a larger batch), which no curve of ``fit_time``'s (a line that steepens, or a
-    bend) follows within 6 %; ``size`` among the samples gets no piece: ``NotJoined``."""
-    low, high = min(sizes), max(sizes)
-    if low < size < high:
-        return _split(curve, sizes, size, ms, problems)
-    end = high if size > high else low
-    slope = (ms - curve(end)) / (size - end)
-    if slope <= 0:
-        than = "slower" if size > high else "faster"
-        raise NotJoined(f"it ran no {than} than batch size {end}, where the profile's curve "
-                        f"says {curve(end):.3g} ms: the machine's pace may have changed since")
-    if math.isclose(slope, curve.line_at(end).slope, rel_tol=1e-9):
-        return curve  # N lies on the curve's own line on from ``end``: nothing to join there
-    piece = Line(slope, ms - slope * size, start=end if size > high else None,
-                 end=None if size > high else end)
-    held = [replace(line, start=line.start if size > high else max(end, line.start or end),
-                    end=min(end, line.end or end) if size > high else line.end)
-            for line in curve.lines]
-    lines = [*held, piece] if size > high else [piece, *held]
+    """``curve`` where it was measured (the samples' ``sizes``) and, between the samples
+    around ``size`` (or past the last of them), straight pieces through ``size`` at ``ms``:
+    what was measured, joined by what can be said between two measurements. Past the samples
+    the piece goes on beyond ``size``: the example CNN at 2 threads grew 1.52, 1.39, then 0.99
+    ms a sample from 4 to 8, 16 and 64 (its threads share more of a larger batch), which no
+    curve of ``fit_time``'s (a line that steepens, or a bend) follows within 6 %. Between two
+    samples only where the curve there is one straight piece that holds over a stretch (a
+    chord: such a piece, or ``trust._steep_start``'s), which says nothing between its ends but
+    that they are joined: the CNN, bridged from 16 to 64, read +10 % above it at 40. Where the
+    curve there is a line fitted through the profile's samples, a measurement far from it says
+    the machine's pace moved: ``NotJoined``."""
+    below = max((n for n in sizes if n < size), default=None)
+    above = min((n for n in sizes if n > size), default=None)
+    if below is not None and above is not None and not _chord(curve, size, below, above):
+        raise NotJoined("; ".join(problems) or "no curve of the profile's kind goes near it and "
+                        "its samples: the machine's pace may have changed since the profile; "
+                        "Re-profile to measure them all anew")
+    for end, than in ((below, "slower"), (above, "faster")):
+        if end is not None and (ms <= curve(end) if than == "slower" else ms >= curve(end)):
+            raise NotJoined(f"it ran no {than} than batch size {end}, where the curve says "
+                            f"{curve(end):.3g} ms: the machine's pace may have changed since")
+    pieces = []
+    if below is not None:
+        slope = (ms - curve(below)) / (size - below)
+        pieces.append(Line(slope, ms - slope * size, start=below,
+                           end=None if above is None else size))
+    if above is not None:
+        slope = (curve(above) - ms) / (above - size)
+        pieces.append(Line(slope, ms - slope * size, start=None if below is None else size,
+                           end=above))
+    held = []  # each line where it held outside (below, above)
+    for line in curve.lines:
+        if below is not None and (line.start is None or line.start < below):
+            held.append(replace(line, end=below if line.end is None else min(line.end, below)))
+        if above is not None and (line.end is None or line.end > above):
+            held.append(replace(line, start=above if line.start is None
+                                else max(line.start, above)))
+    lines = sorted([*held, *pieces], key=_order)
+    if below is not None and above is not None:
+        return Curve(lines, shape=curve.shape)
     # past the samples a bend stays where it was, and a flat curve bends where the piece starts
-    if size > high and curve.shape in (FLAT, BEND):
+    if above is None and curve.shape in (FLAT, BEND):
         return Curve(lines, shape=BEND)
     return Curve(lines, shape=CONVEX if curve.shape == CONVEX else LINE)
 
 
-def _split(curve: Curve, sizes: Sequence[int], size: int, ms: float,
-           problems: list[str]) -> Curve:
-    """``curve`` through ``size`` at ``ms``, between the samples around it, where the curve
-    there is a straight piece that holds over a stretch only: a chord between two
-    measurements (a bridge of ``_bridged``, or ``trust._steep_start``'s piece), which says
-    nothing between its ends but that they are joined. The chord becomes two, through N: the
-    example CNN at 2 threads, bridged from 16 to 64, read +10 % above that chord at 40, as a
-    time per sample that falls with the batch does. Where the curve there is a line fitted
-    through the profile's samples, a measurement far from it says the machine's pace moved:
-    ``NotJoined``."""
-    below, above = max(n for n in sizes if n < size), min(n for n in sizes if n > size)
+def _chord(curve: Curve, size: int, below: int, above: int) -> bool:
+    """Whether the curve at ``size`` is one line that holds over a stretch only, from the
+    sample ``below`` to the sample ``above`` at least."""
     holding = [line for line in curve.lines if line.holds_at(size)]
-    chord = holding[0] if len(holding) == 1 else None
-    if chord is None or not (chord.start is not None or chord.end is not None) or not (
-            chord.holds_at(below) and chord.holds_at(above)):
-        raise NotJoined("; ".join(problems) or "no curve of the profile's kind goes near it and "
-                        "its samples: the machine's pace may have changed since the profile; "
-                        "Re-profile to measure them all anew")
-    if not curve(below) < ms < curve(above):
-        end = below if ms <= curve(below) else above
-        than = "slower" if end == below else "faster"
-        raise NotJoined(f"it ran no {than} than batch size {end}, where the curve says "
-                        f"{curve(end):.3g} ms: the machine's pace may have changed since")
-    left = (ms - curve(below)) / (size - below)
-    right = (curve(above) - ms) / (above - size)
-    parts = [Line(left, ms - left * size, start=below, end=size),
-             Line(right, ms - right * size, start=size, end=above)]
-    if chord.start is None or chord.start < below:
-        parts.append(replace(chord, end=below))
-    if chord.end is None or chord.end > above:
-        parts.append(replace(chord, start=above))
-    lines = [line for line in curve.lines if line is not chord] + parts
-    return Curve(sorted(lines, key=_order), shape=curve.shape)
+    return (len(holding) == 1 and (holding[0].start is not None or holding[0].end is not None)
+            and holding[0].holds_at(below) and holding[0].holds_at(above))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from skyline_nb.models.curve import BEND, LINE
-from skyline_nb.models.joined import NotJoined, _bridged, with_time_sample
+from skyline_nb.models.joined import NotJoined, _through, with_time_sample
 from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
 
 GIB = 1 << 30
@@ -47,7 +47,7 @@ def test_a_measurement_on_the_curve_confirms_it_and_widens_the_range() -> None:
     assert models.measured_range == (4, 16)  # the profile's own models are left as they were
 
 
-def test_a_time_per_sample_that_falls_past_the_samples_is_bridged() -> None:
+def test_a_time_per_sample_that_falls_past_the_samples_is_through() -> None:
     """The example CNN at 2 threads: 1.52, 1.39, then 0.99 ms a sample from 4 to 8, 16, 64; no
     line or steepening curve goes within 6 % of all four."""
     times = [8.8, 14.9, 26.0]
@@ -117,13 +117,13 @@ def test_a_flat_time_that_grows_past_the_samples_bends_where_they_end() -> None:
 
 
 def test_a_flat_curves_bridge_is_a_bend_where_the_samples_end() -> None:
-    """Where no refit takes them (``_bridged`` directly): the floor, then the piece."""
-    bridged = _bridged(profiled([9.0, 9.1, 8.9]).time, SIZES, 32, 15.0, [])
+    """Where no refit takes them (``_through`` directly): the floor, then the piece."""
+    bridged = _through(profiled([9.0, 9.1, 8.9]).time, SIZES, 32, 15.0, [])
     assert bridged.shape == BEND and bridged.bend() == pytest.approx(16)
     assert (bridged(8), bridged(32), bridged(64)) == pytest.approx((9.0, 15.0, 27.0))
 
 
-def test_a_measurement_below_the_samples_is_bridged_to_the_smallest() -> None:
+def test_a_measurement_below_the_samples_is_through_to_the_smallest() -> None:
     sizes = [8, 16, 32]
     times = [0.5 * n + 4 for n in sizes]
     models = profiled(times, sizes)
