@@ -99,10 +99,10 @@ def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float,
         raise NotJoined("; ".join(problems) or "no curve of the profile's kind goes near it and "
                         "its samples: the machine's pace may have changed since the profile; "
                         "Re-profile to measure them all anew")
-    for end, than in ((below, "slower"), (above, "faster")):
-        if end is not None and (ms <= curve(end) if than == "slower" else ms >= curve(end)):
-            raise NotJoined(f"it ran no {than} than batch size {end}, where the curve says "
-                            f"{curve(end):.3g} ms: the machine's pace may have changed since")
+    if below is not None and ms <= curve(below):
+        raise _ran_no("slower", below, curve)
+    if above is not None and ms >= curve(above):
+        raise _ran_no("faster", above, curve)
     pieces = []
     if below is not None:
         slope = (ms - curve(below)) / (size - below)
@@ -134,3 +134,8 @@ def _chord(curve: Curve, size: int, below: int, above: int) -> bool:
     holding = [line for line in curve.lines if line.holds_at(size)]
     return (len(holding) == 1 and (holding[0].start is not None or holding[0].end is not None)
             and holding[0].holds_at(below) and holding[0].holds_at(above))
+
+
+def _ran_no(than: str, size: int, curve: Curve) -> NotJoined:
+    return NotJoined(f"it ran no {than} than batch size {size}, where the curve says "
+                     f"{curve(size):.3g} ms: the machine's pace may have changed since")
