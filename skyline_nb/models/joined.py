@@ -62,7 +62,7 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
         allowed = max(models.tolerance, spread(models.time, xs[:-1], ts[:-1]))
         if (problems or spread(time, xs[:-1], ts[:-1]) > allowed
                 or spread(time, [size], [ms]) > models.tolerance):
-            time = _through(models.time, xs[:-1], size, ms, problems)
+            time = _through(models.time, xs[:-1], size, ms)
     time = _finish(time.lines, time.shape, np.array(xs, dtype=float), np.array(ts, dtype=float),
                    envelope=False)
     low, high = int(min(xs)), int(max(xs))
@@ -80,8 +80,7 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
     return joined
 
 
-def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float,
-             problems: list[str]) -> Curve:
+def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float) -> Curve:
     """``curve`` where it was measured (the samples' ``sizes``) and, between the samples
     around ``size`` (or past the last of them), straight pieces through ``size`` at ``ms``:
     what was measured, joined by what can be said between two measurements. Past the samples
@@ -96,9 +95,9 @@ def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float,
     below = max((n for n in sizes if n < size), default=None)
     above = min((n for n in sizes if n > size), default=None)
     if below is not None and above is not None and not _chord(curve, size, below, above):
-        raise NotJoined("; ".join(problems) or "no curve of the profile's kind goes near it and "
-                        "its samples: the machine's pace may have changed since the profile; "
-                        "Re-profile to measure them all anew")
+        raise NotJoined("no curve of the profile's kind goes near it and the other samples: "
+                        "the machine's pace may have changed since the profile, or while "
+                        "measuring; measure again, or Re-profile to measure them all anew")
     if below is not None and ms <= curve(below):
         raise _ran_no("slower", below, curve)
     if above is not None and ms >= curve(above):
