@@ -72,8 +72,8 @@ def pending_edit(previous: LiveProfile, full: str, prefix: str) -> str | None:
         return None
     try:
         edited = source_edit.rewrite_batch_size(
-            full, wanted, variable=previous.request.batch_size_var,
-            expected_value=report.batch_size)
+            full, wanted, provider_name=previous.request.input_provider_name(),
+            variable=previous.request.batch_size_var, expected_value=report.batch_size)
     except source_edit.SourceEditRefused:
         return None
     return edited if _with_newline(edited).startswith(prefix) else None

@@ -41,6 +41,7 @@ from skyline_nb import cells
 from skyline_nb import source as source_edit
 from skyline_nb.entry import int_variable
 from skyline_nb.export.snapshot import snapshot_html
+from skyline_nb.inputs import def_name, variable_input_provider
 from skyline_nb.mainthread import on_main_thread
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.quiet_cores import in_kernel, wait_for_front_end
@@ -60,6 +61,14 @@ class ProfileRequest:
     batch_size_var: str | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
     project_root: str | None = None
+
+    def input_provider_name(self) -> str | None:
+        """Whose ``def`` holds the cell's batch-size literal (``inputs.def_name``); None: the
+        default names, also where the providers are gone from the namespace since."""
+        try:
+            return def_name(self.resolve()[1])
+        except Exception:  # any failure to resolve: the default names
+            return None
 
 
 @dataclass
@@ -222,7 +231,8 @@ class LiveProfile:
             )
         try:
             loc = source_edit.find_batch_size_literal(
-                self.cell.code, variable=self.request.batch_size_var)
+                self.cell.code, provider_name=self.request.input_provider_name(),
+                variable=self.request.batch_size_var)
         except source_edit.SourceEditRefused as exc:
             return BatchSizeSource(code=self.cell.code, editable=False, reason=str(exc),
                                    cell_id=self.cell.cell_id, file=self.cell.file)
@@ -279,7 +289,9 @@ class LiveProfile:
         size = msg.get("batch_size") if isinstance(msg, dict) else None
         if not isinstance(code, str) or isinstance(size, bool) or not isinstance(size, int):
             return {"ok": False, "reason": "the request needs the cell's text and a batch size"}
-        return source_edit.locate_for_edit(code, size, variable=self.request.batch_size_var)
+        return source_edit.locate_for_edit(code, size,
+                                           provider_name=self.request.input_provider_name(),
+                                           variable=self.request.batch_size_var)
 
     def _reprofile(self, content: dict[str, Any]) -> None:
         size = content.get("batch_size")
@@ -327,38 +339,6 @@ class LiveProfile:
         what = _readable(exc) if exc is not None else "it raised"
         self.widget.error = (f"The source cell did not run ({what.splitlines()[0]}); the profile "
                              "below is from its last successful run.")
-
-
-def variable_input_provider(input_p: Callable[..., Any], namespace: dict[str, Any],
-                            variable: str) -> Callable[..., Any]:
-    """An input provider taking ``batch_size`` for one that reads a module-level variable.
-
-    The profiler samples several batch sizes by calling ``input_provider(batch_size=N)``; a
-    provider that reads ``batch_size`` (or ``--batch-size-var``) from the notebook's globals
-    gets the global set to N for the call and restored right after, whatever happens.
-    """
-    import inspect
-
-    params = inspect.signature(input_p).parameters
-    if "batch_size" in params and params["batch_size"].default is not inspect.Parameter.empty:
-        return input_p  # the signature default is the batch size; nothing to bridge
-    default = int_variable(namespace, variable)
-
-    def provider(batch_size: int = default) -> Any:
-        missing = object()
-        old = namespace.get(variable, missing)
-        namespace[variable] = batch_size
-        try:
-            return input_p(batch_size) if "batch_size" in params else input_p()
-        finally:
-            if old is missing:
-                namespace.pop(variable, None)
-            else:
-                namespace[variable] = old
-
-    # No __wrapped__: inspect.signature would follow it back to the signature being bridged.
-    provider.__name__ = getattr(input_p, "__name__", "input_provider")
-    return provider
 
 
 def _edit_target(source: BatchSizeSource) -> dict[str, Any]:

@@ -79,6 +79,34 @@ def test_line_magic_profiles_providers_of_another_cell(ip):
     assert any(s.cell_id == "cell-a" for s in report.sources)
 
 
+OWN_NAMES = (PROVIDERS.replace("skyline_model_provider", "make_model")
+             .replace("skyline_input_provider", "make_inputs")
+             .replace("skyline_iteration_provider", "make_step"))
+
+
+@pytest.mark.parametrize(("extra", "magic"), [
+    ("", "%skyline --no-predict -m make_model -i make_inputs -t make_step"),  # named
+    ("\nskyline_model_provider, skyline_input_provider = make_model, make_inputs\n"
+     "skyline_iteration_provider = make_step\n", "%skyline --no-predict"),  # aliased
+])
+def test_a_provider_of_its_own_name_has_its_literal_edited(ip, extra, magic):
+    """The literal is found in the input provider's own ``def``, whatever name the profile
+    took it by; a drag's edit (the front end's ``locate``) and a ``%%skyline`` rerun's too."""
+    assert run(ip, OWN_NAMES + extra, "cell-own").success
+    assert run(ip, magic, "cell-mag").success
+    report = skyline_nb.last_report()
+    assert report.source.editable, report.source.reason
+    assert report.source.code[report.source.start:report.source.end] == "12"
+    live = ip._skyline_nb_magics.live[-1]
+    answer = live.locate_edit({"code": OWN_NAMES + extra, "batch_size": 20})
+    assert answer["ok"] and answer["edit"]["text"] == "20", answer
+    cell = "%%skyline --no-predict -m make_model -i make_inputs -t make_step\n" + OWN_NAMES
+    assert run(ip, cell, "cell-own2").success
+    ip._skyline_nb_magics.by_cell["cell-own2"].widget.selected_batch_size = 7
+    assert run(ip, cell, "cell-own2").success  # the drag no front end wrote: the kernel does
+    assert ip.rl_next_input == cell.replace("batch_size=12", "batch_size=7")
+
+
 @pytest.mark.parametrize("ending", ["\n", ""])  # notebook cells usually have no final newline
 def test_cell_magic_maps_lines_under_the_magic_line(ip, ending):
     result = run(ip, "%%skyline --no-predict\n\n" + PROVIDERS.rstrip("\n") + ending, "cell-c")
