@@ -1,5 +1,5 @@
-"""The user's input provider as the magic's widget reads it: where its cell's batch-size literal
-is, and how a provider that reads a module-level variable takes ``batch_size``."""
+"""The user's input provider as the magic reads it: where its cell's batch-size literal is, and
+how a provider that reads a module-level variable takes ``batch_size``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from skyline_nb.entry import int_variable
+from skyline_nb.entry import UsageError, int_variable
+from skyline_nb.source import DEFAULT_VARIABLE
 
 
 def def_name(input_p: Callable[..., Any]) -> str | None:
@@ -19,6 +20,46 @@ def def_name(input_p: Callable[..., Any]) -> str | None:
     code = getattr(inspect.unwrap(input_p), "__code__", None)
     name = getattr(code, "co_name", None)
     return name if isinstance(name, str) and name.isidentifier() else None
+
+
+def batch_variable(input_p: Callable[..., Any], namespace: dict[str, Any]) -> str | None:
+    """The notebook variable that sets the batch size of an input provider without a
+    ``batch_size`` parameter, where ``--batch-size-var`` named none: ``batch_size`` where it
+    reads an int of that name (the name the cell's literal is looked for by, too), as the
+    option would; raises ``UsageError`` naming the option where it reads other ints
+    (``BATCH_SIZE = 24``: the profiler can set no batch size it does not know); else None (the
+    profiler says what the provider needs)."""
+    try:
+        if "batch_size" in inspect.signature(input_p).parameters:
+            return None
+    except (TypeError, ValueError):  # no signature to read: the profiler says so
+        return None
+    read = [name for name in _globals_read(input_p)
+            if isinstance(namespace.get(name), int) and not isinstance(namespace[name], bool)]
+    if DEFAULT_VARIABLE in read:
+        return DEFAULT_VARIABLE
+    if not read:
+        return None
+    first = next((name for name in read if "batch" in name.lower()), read[0])
+    name = getattr(input_p, "__name__", "skyline_input_provider")
+    values = ", ".join(f"{n} = {namespace[n]}" for n in read)
+    raise UsageError(
+        f"the input provider {name} takes no `batch_size` parameter and reads {values} from the "
+        f"notebook: `%skyline --batch-size-var {first}` has the profiler set it at each batch "
+        f"size it measures, or give the provider one: def {name}(batch_size={first})")
+
+
+def _globals_read(fn: Callable[..., Any]) -> list[str]:
+    """The names ``fn``'s code (and the functions, lambdas and comprehensions in it) looks up
+    beyond its locals, in order, once each: globals, and attribute names among them."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    names: list[str] = []
+    todo = [code] if code is not None else []
+    while todo:
+        current = todo.pop(0)
+        names += [n for n in current.co_names if n not in names]
+        todo += [c for c in current.co_consts if inspect.iscode(c)]
+    return names
 
 
 def variable_input_provider(input_p: Callable[..., Any], namespace: dict[str, Any],

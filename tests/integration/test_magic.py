@@ -158,11 +158,12 @@ def test_running_a_cell_again_closes_the_widget_its_last_run_made(ip):
     assert all(p.widget.comm is not None for p in ip._skyline_nb_magics.live[-2:])
 
 
-def test_batch_size_variable(ip):
+@pytest.mark.parametrize("option", ["--batch-size-var batch_size", ""])  # named, or read
+def test_batch_size_variable(ip, option):
     code = PROVIDERS.replace("def skyline_input_provider(batch_size=12):",
                              "batch_size = 10\n\n\ndef skyline_input_provider():")
     assert run(ip, code, "cell-j").success
-    assert run(ip, "%skyline --no-predict --batch-size-var batch_size", "cell-k").success
+    assert run(ip, f"%skyline --no-predict {option}", "cell-k").success
     report = skyline_nb.last_report()
     assert report.batch_size == 10
     assert report.source.kind == "module_variable"
@@ -181,6 +182,23 @@ def test_batch_size_variable(ip):
     # Re-profile: the measurement belonged to the report it replaces
     live._on_msg(live.widget, {"kind": "reprofile"}, [])
     assert live.widget.error == "" and live.widget.measurement == {}
+
+
+def test_a_variable_of_another_name_is_named_in_the_refusal(ip):
+    """``BATCH_SIZE = 10`` read by a provider without ``batch_size``: the option to name it,
+    before any widget; named, it profiles."""
+    code = PROVIDERS.replace("def skyline_input_provider(batch_size=12):",
+                             "BATCH_SIZE = 10\n\n\ndef skyline_input_provider():"
+                             ).replace("(batch_size, 64)", "(BATCH_SIZE, 64)").replace(
+                                 "(batch_size,))", "(BATCH_SIZE,))")
+    assert run(ip, code, "cell-j2").success
+    widgets = len(ip._skyline_nb_magics.live)
+    with pytest.raises(UsageError, match=r"reads BATCH_SIZE = 10 from the notebook: "
+                                         r"`%skyline --batch-size-var BATCH_SIZE`"):
+        ip.run_line_magic("skyline", "--no-predict")
+    assert len(ip._skyline_nb_magics.live) == widgets
+    assert run(ip, "%skyline --no-predict --batch-size-var BATCH_SIZE", "cell-k2").success
+    assert skyline_nb.last_report().batch_size == 10
 
 
 def test_a_measurement_beyond_the_samples_joins_the_widgets_report(ip, tmp_path):
