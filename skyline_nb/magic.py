@@ -47,7 +47,8 @@ class SkylineMagics(Magics):
     @argument("-i", "--input", metavar="NAME", help="the input provider function")
     @argument("-t", "--iteration", metavar="NAME", help="the iteration provider function")
     @argument("--batch-size-var", metavar="NAME",
-              help="a module-level int the input provider reads as its batch size")
+              help="a module-level int the input provider reads as its batch size (one named "
+                   "batch_size is read without it)")
     @argument("--batch-size", type=entry.batch_size_arg, metavar="N",
               help="profile at this batch size")
     @argument("--device", choices=("cuda", "cpu"), help="default: cuda when available")
