@@ -41,7 +41,7 @@ from skyline_nb import cells
 from skyline_nb import source as source_edit
 from skyline_nb.entry import int_variable
 from skyline_nb.export.snapshot import snapshot_html
-from skyline_nb.inputs import def_name, variable_input_provider
+from skyline_nb.inputs import batch_variable, def_name, variable_input_provider
 from skyline_nb.mainthread import on_main_thread
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.quiet_cores import in_kernel, wait_for_front_end
@@ -61,6 +61,12 @@ class ProfileRequest:
     batch_size_var: str | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
     project_root: str | None = None
+
+    def read_variable(self) -> None:
+        """Without ``--batch-size-var``, the variable an input provider without a
+        ``batch_size`` parameter reads (``inputs.batch_variable``; raises ``UsageError``)."""
+        if self.batch_size_var is None:
+            self.batch_size_var = batch_variable(self.resolve()[1], self.namespace)
 
     def input_provider_name(self) -> str | None:
         """Whose ``def`` holds the cell's batch-size literal (``inputs.def_name``); None: the

@@ -25,7 +25,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from skyline_nb import cells, entry, failures, fingerprint, inputs
+from skyline_nb import cells, entry, failures, fingerprint
 from skyline_nb.cellbody import run_body, running_cell_id
 from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
 from skyline_nb.report import Report
@@ -81,7 +81,7 @@ class SkylineMagics(Magics):
             _usage(entry.export_kind, output)  # refuse a bad name before minutes of profiling
             _usage(entry.check_output_place, output)
             if cell is None and not args.reprofile:
-                _read_variable(request)
+                _usage(request.read_variable)
                 shown = self.latest.current(request, args.batch_size)
                 if shown is not None:
                     return _write(shown, output)
@@ -91,7 +91,7 @@ class SkylineMagics(Magics):
             # stops here, with one line rather than a second traceback.
             raise UsageError("%%skyline: the cell's code failed (see above); nothing was profiled")
         _, input_p, _ = request.resolve()  # fail early, before any profiling
-        _read_variable(request)
+        _usage(request.read_variable)
         source_cell = source_cell or _cell_of(input_p)
         from skyline_nb.profiler.session import profile
 
@@ -142,14 +142,6 @@ def _usage(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
     except entry.UsageError as exc:
         raise UsageError(str(exc)) from None
-
-
-def _read_variable(request: ProfileRequest) -> None:
-    """Without ``--batch-size-var``, the variable an input provider without a ``batch_size``
-    parameter reads (``inputs.batch_variable``)."""
-    if request.batch_size_var is None:
-        request.batch_size_var = _usage(inputs.batch_variable, request.resolve()[1],
-                                        request.namespace)
 
 
 def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
