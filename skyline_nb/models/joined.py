@@ -49,8 +49,8 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
     of it; else fitted anew (``trust.fit_time``) where that curve is as near them all as the
     module asks, else, for a ``size`` beyond the samples, the profile's curve over its samples
     and a straight piece on to ``size``, or between two measurements where the curve was one
-    (``_through``). Raises ``NotJoined`` with the reason
-    when neither is one to drag on, or ``models`` had no curve to drag."""
+    (``_through``). Raises ``NotJoined`` with the reason when neither is one to drag on, or
+    ``models`` had no curve to drag."""
     if not models.can_manipulate or models.time is None:
         raise NotJoined(models.reason or "this profile draws no curve to join")
     kept = [(n, t) for n, t in zip(sizes, times_ms, strict=True) if n != size]
@@ -87,14 +87,14 @@ def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float) -> Curve:
     the piece goes on beyond ``size``: the example CNN at 2 threads grew 1.52, 1.39, then 0.99
     ms a sample from 4 to 8, 16 and 64 (its threads share more of a larger batch), which no
     curve of ``fit_time``'s (a line that steepens, or a bend) follows within 6 %. Between two
-    samples only where the curve there is one straight piece that holds over a stretch (a
-    chord: such a piece, or ``trust._steep_start``'s), which says nothing between its ends but
-    that they are joined: the CNN, bridged from 16 to 64, read +10 % above it at 40. Where the
+    samples only where the curve there is made of straight pieces that hold over stretches
+    (chords: such pieces, or ``trust._steep_start``'s), which say nothing between their ends
+    but that they are joined: the CNN, bridged from 16 to 64, read +10 % above it at 40. Where the
     curve there is a line fitted through the profile's samples, a measurement far from it says
     the machine's pace moved: ``NotJoined``."""
     below = max((n for n in sizes if n < size), default=None)
     above = min((n for n in sizes if n > size), default=None)
-    if below is not None and above is not None and not _chord(curve, size, below, above):
+    if below is not None and above is not None and not _chords(curve, sizes, below, above):
         raise NotJoined("no curve of the profile's kind goes near it and the other samples: "
                         "the machine's pace may have changed since the profile, or while "
                         "measuring; measure again, or Re-profile to measure them all anew")
@@ -127,12 +127,20 @@ def _through(curve: Curve, sizes: Sequence[int], size: int, ms: float) -> Curve:
     return Curve(lines, shape=CONVEX if curve.shape == CONVEX else LINE)
 
 
-def _chord(curve: Curve, size: int, below: int, above: int) -> bool:
-    """Whether the curve at ``size`` is one line that holds over a stretch only, from the
-    sample ``below`` to the sample ``above`` at least."""
-    holding = [line for line in curve.lines if line.holds_at(size)]
-    return (len(holding) == 1 and (holding[0].start is not None or holding[0].end is not None)
-            and holding[0].holds_at(below) and holding[0].holds_at(above))
+def _chords(curve: Curve, sizes: Sequence[int], below: int, above: int) -> bool:
+    """Whether the curve between the samples ``below`` and ``above`` is made of pieces that
+    hold over stretches only, none over a sample between its ends (within the samples'
+    range): chords between measurements, not a line fitted through several (the profile's,
+    also where a piece past its samples ends it)."""
+    low, high = min(sizes), max(sizes)
+    for line in curve.lines:
+        start = low if line.start is None else max(line.start, low)
+        end = high if line.end is None else min(line.end, high)
+        if start >= above or end <= below:
+            continue  # it does not hold between them
+        if (line.start is None and line.end is None) or any(start < n < end for n in sizes):
+            return False
+    return True
 
 
 def _ran_no(than: str, size: int, curve: Curve) -> NotJoined:

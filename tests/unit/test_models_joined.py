@@ -81,6 +81,20 @@ def test_a_measurement_between_a_bridges_ends_splits_it_there() -> None:
     drag_invariants(joined, [*sizes, 40], [*ts, 55.0])
     with pytest.raises(NotJoined, match="ran no faster than batch size 64"):
         with_time_sample(first, sizes, ts, 40, 80.0)
+    # measured at 40 again, 13 % faster: it replaces the first, between the same pieces' ends
+    again = with_time_sample(joined, [*sizes, 40], [*ts, 55.0], 40, 48.0)
+    assert again.time(40) == pytest.approx(48.0) and again.time(64) == pytest.approx(73.4)
+    assert again.time(28) == pytest.approx((first.time(16) + 48.0) / 2)
+    drag_invariants(again, [*sizes, 40], [*ts, 48.0])
+
+
+def test_between_the_profiles_own_samples_its_line_holds_also_after_a_piece_past_them() -> None:
+    """The profile's line, ended at its largest sample by a piece past it, is still a line
+    fitted through its samples: far from it at 12 is the host's pace, not a chord to split."""
+    times = [8.8, 14.9, 26.0]
+    first = with_time_sample(profiled(times), SIZES, times, 64, 73.4)
+    with pytest.raises(NotJoined, match="no curve of the profile's kind goes near it"):
+        with_time_sample(first, [*SIZES, 64], [*times, 73.4], 12, 26.0)
 
 
 def test_a_measurement_off_the_line_refits_it_where_one_line_takes_them_all() -> None:
