@@ -25,6 +25,8 @@ changed in place unnoticed.
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import sys
 import types
 import weakref
@@ -211,14 +213,20 @@ class Latest:
         """The latest report, if profiling ``request`` at ``batch_size`` now would be made from
         the same; else None. ``batch_size`` None: the variable named by ``--batch-size-var``,
         else the input provider's default, as a profile takes it."""
-        variable = request.batch_size_var
-        if batch_size is None and variable:
-            batch_size = request.namespace.get(variable)
         if self.made is None or self.made != _made(request, batch_size):
             return None
         return self.report
 
 
 def _made(request: Any, batch_size: int | None) -> Made:
-    return made(request.resolve(), batch_size, request.device, request.predict,
-                request.memory_budget)
+    """The record of profiling ``request`` at ``batch_size``; None: the size a profile takes
+    then (the ``--batch-size-var`` variable, else the input provider's default), so that the
+    widget's Re-profile, which names the report's size, records what ``%skyline`` without
+    ``--batch-size`` does."""
+    providers = request.resolve()
+    if batch_size is None and request.batch_size_var:
+        batch_size = request.namespace.get(request.batch_size_var)
+    if batch_size is None:
+        with contextlib.suppress(TypeError, ValueError, KeyError):
+            batch_size = inspect.signature(providers[1]).parameters["batch_size"].default
+    return made(providers, batch_size, request.device, request.predict, request.memory_budget)

@@ -286,6 +286,20 @@ def test_output_exports_the_profile_shown_while_its_providers_are_unchanged(ip, 
     assert out.stdout == f"wrote {tmp_path / 'p.html'} ({size})\n"
 
 
+def test_output_exports_a_profile_the_widget_made_again(ip, tmp_path):
+    """Re-profile names the report's batch size; ``%skyline`` without ``--batch-size`` takes
+    the provider's default, the same 12: the export is of that profile, not a new one."""
+    run(ip, PROVIDERS, "cell-v")
+    assert run(ip, "%skyline --no-predict", "cell-w").success
+    live = ip._skyline_nb_magics.live[-1]
+    live._on_msg(live.widget, {"kind": "reprofile"}, [])
+    shown = skyline_nb.last_report()
+    assert shown is live.report
+    with capture_output():
+        assert run(ip, f"%skyline --no-predict -o {tmp_path / 'p.json'}", "cell-x").success
+    assert skyline_nb.last_report() is shown
+
+
 @pytest.mark.parametrize("change", [
     "--reprofile",  # asked for
     "--batch-size 5",  # another option
