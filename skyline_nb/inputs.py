@@ -24,18 +24,20 @@ def def_name(input_p: Callable[..., Any]) -> str | None:
 
 def batch_variable(input_p: Callable[..., Any], namespace: dict[str, Any]) -> str | None:
     """The notebook variable that sets the batch size of an input provider without a
-    ``batch_size`` parameter, where ``--batch-size-var`` named none: ``batch_size`` where it
-    reads an int of that name (the name the cell's literal is looked for by, too), as the
-    option would; raises ``UsageError`` naming the option where it reads other ints
-    (``BATCH_SIZE = 24``: the profiler can set no batch size it does not know); else None (the
-    profiler says what the provider needs)."""
+    ``batch_size`` parameter (or with one without a default), where ``--batch-size-var``
+    named none: ``batch_size`` where the provider reads an int of that name (or the notebook
+    has one to pass it), the name the cell's literal is looked for by too, as the option
+    would; raises ``UsageError`` naming the option where it reads other ints (``BATCH_SIZE =
+    24``: the profiler can set no batch size it does not know); else None (the profiler says
+    what the provider needs)."""
     try:
-        if "batch_size" in inspect.signature(input_p).parameters:
-            return None
+        param = inspect.signature(input_p).parameters.get("batch_size")
     except (TypeError, ValueError):  # no signature to read: the profiler says so
         return None
-    read = [name for name in _globals_read(input_p)
-            if isinstance(namespace.get(name), int) and not isinstance(namespace[name], bool)]
+    if param is not None:  # without a default, the notebook's ``batch_size`` supplies it
+        passed = param.default is param.empty and _an_int(namespace.get(DEFAULT_VARIABLE))
+        return DEFAULT_VARIABLE if passed else None
+    read = [name for name in _globals_read(input_p) if _an_int(namespace.get(name))]
     if DEFAULT_VARIABLE in read:
         return DEFAULT_VARIABLE
     if not read:
@@ -47,6 +49,10 @@ def batch_variable(input_p: Callable[..., Any], namespace: dict[str, Any]) -> st
         f"the input provider {name} takes no `batch_size` parameter and reads {values} from the "
         f"notebook: `%skyline --batch-size-var {first}` has the profiler set it at each batch "
         f"size it measures, or give the provider one: def {name}(batch_size={first})")
+
+
+def _an_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _globals_read(fn: Callable[..., Any]) -> list[str]:

@@ -158,10 +158,14 @@ def test_running_a_cell_again_closes_the_widget_its_last_run_made(ip):
     assert all(p.widget.comm is not None for p in ip._skyline_nb_magics.live[-2:])
 
 
-@pytest.mark.parametrize("option", ["--batch-size-var batch_size", ""])  # named, or read
-def test_batch_size_variable(ip, option):
+@pytest.mark.parametrize(("signature", "option"), [
+    ("()", "--batch-size-var batch_size"),  # named
+    ("()", ""),  # read by the provider
+    ("(batch_size)", ""),  # passed to a parameter without a default
+])
+def test_batch_size_variable(ip, signature, option):
     code = PROVIDERS.replace("def skyline_input_provider(batch_size=12):",
-                             "batch_size = 10\n\n\ndef skyline_input_provider():")
+                             f"batch_size = 10\n\n\ndef skyline_input_provider{signature}:")
     assert run(ip, code, "cell-j").success
     assert run(ip, f"%skyline --no-predict {option}", "cell-k").success
     report = skyline_nb.last_report()
