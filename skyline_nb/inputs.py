@@ -3,7 +3,9 @@ how a provider that reads a module-level variable takes ``batch_size``."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -11,15 +13,29 @@ from skyline_nb.entry import UsageError, int_variable
 from skyline_nb.source import DEFAULT_VARIABLE
 
 
-def def_name(input_p: Callable[..., Any]) -> str | None:
-    """The name of the ``def`` that made ``input_p``, where its batch-size literal is looked
-    for (``source.find_batch_size_literal``'s ``provider_name``): ``make_inputs`` for
-    ``%skyline -i make_inputs``, and for ``skyline_input_provider = make_inputs`` too, whose
-    cell has no ``def skyline_input_provider``. None for a lambda or a callable object: the
-    default names."""
+def own_code(input_p: Callable[..., Any]) -> types.CodeType | None:
+    """The code of the function whose ``batch_size`` the profile sets: ``input_p``'s, through
+    decorators that say what they wrap and through a ``functools.partial`` that binds no
+    batch size (``partial(make_batch, seq_len=128)``: ``make_batch``'s default is the
+    literal); None for a callable object, or a partial that binds it (its own argument, not
+    the def's default, is the batch size the user runs)."""
+    while isinstance(input_p, functools.partial):
+        if input_p.args or "batch_size" in input_p.keywords:
+            return None
+        input_p = input_p.func
     code = getattr(inspect.unwrap(input_p), "__code__", None)
-    name = getattr(code, "co_name", None)
-    return name if isinstance(name, str) and name.isidentifier() else None
+    return code if isinstance(code, types.CodeType) else None
+
+
+def def_name(input_p: Callable[..., Any]) -> str | None:
+    """The name of the ``def`` that made ``input_p`` (``own_code``), where its batch-size
+    literal is looked for (``source.find_batch_size_literal``'s ``provider_name``):
+    ``make_inputs`` for ``%skyline -i make_inputs``, and for ``skyline_input_provider =
+    make_inputs`` too, whose cell has no ``def skyline_input_provider``. None for a lambda or
+    a callable object: the default names."""
+    code = own_code(input_p)
+    name = code.co_name if code is not None else None
+    return name if name is not None and name.isidentifier() else None
 
 
 def batch_variable(input_p: Callable[..., Any], namespace: dict[str, Any]) -> str | None:

@@ -25,7 +25,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from skyline_nb import cells, entry, failures, fingerprint
+from skyline_nb import cells, entry, failures, fingerprint, inputs
 from skyline_nb.cellbody import run_body, running_cell_id
 from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
 from skyline_nb.report import Report
@@ -164,8 +164,8 @@ def _write(report: Report, output: Path) -> None:
 
 
 def _cell_of(fn: Any) -> SourceCell | None:
-    """The registered cell that defines ``fn``, if any."""
-    code = getattr(fn, "__code__", None)
+    """The registered cell that defines ``fn`` (``inputs.own_code``), if any."""
+    code = inputs.own_code(fn)
     found = cells.lookup(code.co_filename) if code is not None else None
     if found is None:
         return None

@@ -88,6 +88,9 @@ OWN_NAMES = (PROVIDERS.replace("skyline_model_provider", "make_model")
     ("", "%skyline --no-predict -m make_model -i make_inputs -t make_step"),  # named
     ("\nskyline_model_provider, skyline_input_provider = make_model, make_inputs\n"
      "skyline_iteration_provider = make_step\n", "%skyline --no-predict"),  # aliased
+    ("\nimport functools\n\nskyline_input_provider = functools.partial(make_inputs)\n"
+     "skyline_model_provider, skyline_iteration_provider = make_model, make_step\n",
+     "%skyline --no-predict"),  # a partial that binds no batch size
 ])
 def test_a_provider_of_its_own_name_has_its_literal_edited(ip, extra, magic):
     """The literal is found in the input provider's own ``def``, whatever name the profile
