@@ -265,9 +265,14 @@ def test_an_optimizer_whose_state_grows_at_every_step_says_why_other_is_negative
     """L-BFGS with torch's default history (100 pairs, 4 a step): its state grows at every step,
     and the memory run, after level 1's iterations, held more of it ("other" −777 KiB for a
     32→64→10 MLP when it came after the timing, −264 KiB right after level 1's window); the
-    reason given was a random depth or the dispatch mode."""
-    report = profile(*user_models.lbfgs_closure(history=100), batch_size=64, device="cpu",
-                     predict=False)
+    reason given was a random depth or the dispatch mode. Seeded: how many pairs L-BFGS keeps
+    a step depends on the weights it starts from (1 seed in 30 kept them unevenly, and the
+    report said "rose by 38.7 KiB each time, but …" instead), and the suite's order left the
+    global generator anywhere."""
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        report = profile(*user_models.lbfgs_closure(history=100), batch_size=64, device="cpu",
+                         predict=False)
     _consistent(report)
     assert report.categories[Category.UNTRACKED] < 0
     excess = next(w for w in report.warnings if "instrumented iteration held" in w)
