@@ -72,9 +72,10 @@ def _an_int(value: Any) -> bool:
 
 
 def _globals_read(fn: Callable[..., Any]) -> list[str]:
-    """The names ``fn``'s code (and the functions, lambdas and comprehensions in it) looks up
-    beyond its locals, in order, once each: globals, and attribute names among them."""
-    code = getattr(inspect.unwrap(fn), "__code__", None)
+    """The names ``fn``'s code (``own_code``, and the functions, lambdas and comprehensions in
+    it) looks up beyond its locals, in order, once each: globals, and attribute names among
+    them."""
+    code = own_code(fn)
     names: list[str] = []
     todo = [code] if code is not None else []
     while todo:
