@@ -31,7 +31,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import traitlets
@@ -41,40 +41,14 @@ from skyline_nb import cells
 from skyline_nb import source as source_edit
 from skyline_nb.entry import int_variable
 from skyline_nb.export.snapshot import snapshot_html
-from skyline_nb.inputs import batch_variable, def_name, variable_input_provider
+from skyline_nb.inputs import variable_input_provider
 from skyline_nb.mainthread import on_main_thread
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.quiet_cores import in_kernel, wait_for_front_end
 from skyline_nb.report import BatchSizeSource, Report
+from skyline_nb.request import ProfileRequest, Providers
 from skyline_nb.textprogress import TextProgress
 from skyline_nb.widget import SkylineWidget
-
-
-@dataclass
-class ProfileRequest:
-    """What to profile and how; the magic builds it from its arguments and the namespace."""
-
-    resolve: Callable[[], tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]]
-    device: str | None = None
-    predict: bool = True
-    memory_budget: int | None = None
-    batch_size_var: str | None = None
-    namespace: dict[str, Any] = field(default_factory=dict)
-    project_root: str | None = None
-
-    def read_variable(self) -> None:
-        """Without ``--batch-size-var``, the variable an input provider without a
-        ``batch_size`` parameter reads (``inputs.batch_variable``; raises ``UsageError``)."""
-        if self.batch_size_var is None:
-            self.batch_size_var = batch_variable(self.resolve()[1], self.namespace)
-
-    def input_provider_name(self) -> str | None:
-        """Whose ``def`` holds the cell's batch-size literal (``inputs.def_name``); None: the
-        default names, also where the providers are gone from the namespace since."""
-        try:
-            return def_name(self.resolve()[1])
-        except Exception:  # any failure to resolve: the default names
-            return None
 
 
 @dataclass
@@ -152,7 +126,7 @@ class LiveProfile:
             self._snapshot.update(self._snapshot_bundle(), raw=True)
 
     # ---- profiling ----------------------------------------------------------------------
-    def _providers(self) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+    def _providers(self) -> Providers:
         """The user's providers as every measurement calls them: with ``--batch-size-var``,
         an input provider that takes ``batch_size`` (see ``variable_input_provider``)."""
         model_p, input_p, iteration_p = self.request.resolve()
@@ -332,6 +306,7 @@ class LiveProfile:
         if self.cell is None or cell_id is None or cell_id != self.cell.cell_id:
             return False
         self.cell = SourceCell(cell_id, code, self.cell.file)
+        self.request.rebind()
         try:
             self.run()
         except (Exception, KeyboardInterrupt):

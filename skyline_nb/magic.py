@@ -27,8 +27,9 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from skyline_nb import cells, entry, failures, fingerprint, inputs
 from skyline_nb.cellbody import run_body, running_cell_id
-from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
+from skyline_nb.live import LiveProfile, SourceCell
 from skyline_nb.report import Report
+from skyline_nb.request import ProfileRequest
 
 
 @magics_class
@@ -145,11 +146,12 @@ def _usage(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
-    """What to profile: the providers, re-resolved by name at every run, and the options."""
+    """What to profile: the providers, found by name (``request.ProfileRequest.resolve``: each
+    widget keeps its own), and the options."""
     names = {"model": args.model, "input": args.input, "iteration": args.iteration}
     budget = args.memory_budget
     return ProfileRequest(
-        resolve=lambda: _usage(entry.find_providers, namespace, names, where="the notebook",
+        find=lambda: _usage(entry.find_providers, namespace, names, where="the notebook",
                                hint="; define them, or name yours with -m, -i, -t NAME"),
         device=_usage(entry.check_device, args.device),
         predict=not args.no_predict,

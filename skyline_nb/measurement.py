@@ -17,7 +17,10 @@ number (the example CNN at 128: 177 ms measured, 147 ms by the ratio), at the co
 measurement, and on this VM the ratio's reference moves too (fresh measurements at 8 read 9.2,
 11.0, 13.4 and 14.7 ms within a minute, 128 read 130 and 160).
 
-Else ``not_joined`` says why, and the report stays as it was. A measurement at the profile's
+Else ``not_joined`` says why, and the report stays as it was; also where the model measured is
+not the profile's (its parameters differ): a widget holds the providers it was made from
+(``request``), yet their code may build another model since, where a class or a function they
+call was defined again under the same name in a later cell. A measurement at the profile's
 own batch size is its headline again, and one of a profile without predictions
 (``--no-predict``) has no curve: neither joins anything, nor says so.
 """
@@ -25,17 +28,19 @@ own batch size is its headline again, and one of a profile without predictions
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from skyline_nb.export.units import format_bytes
 from skyline_nb.models.joined import NotJoined, with_time_sample
 from skyline_nb.models.performance import PerformanceModels
-from skyline_nb.profiler.iteration import IterationResult
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.report import Report, Sample
 
+if TYPE_CHECKING:
+    from skyline_nb.profiler.prepare import Measured
 
-def measured(report: Report | None,
-             result: IterationResult) -> tuple[Report | None, dict[str, Any]]:
+
+def measured(report: Report | None, result: Measured) -> tuple[Report | None, dict[str, Any]]:
     """The report with ``result`` joined (or ``report`` itself), and the ``measurement`` trait."""
     timing = result.timing  # how its steps varied, whether they waited: the noise it shows
     models = report.models if report is not None else None
@@ -48,10 +53,13 @@ def measured(report: Report | None,
         "predicted_ms": models.predict_iteration_ms(result.batch_size) if before else None,
         "predicted_peak_bytes": models.predict_peak_bytes(result.batch_size) if before else None,
         "joined": False, "not_joined": None, "curve_kept": False,
+        "other_model": report is not None and not _same_model(report, result),
     }
     if report is None or models is None or report.batch_size == result.batch_size:
         return report, value
     try:
+        if value["other_model"]:
+            raise NotJoined(_other_model(report, result))
         joined = _joined(report, models, result)
     except NotJoined as exc:
         value["not_joined"] = str(exc)
@@ -61,7 +69,21 @@ def measured(report: Report | None,
     return joined, value
 
 
-def _joined(report: Report, models: PerformanceModels, result: IterationResult) -> Report:
+def _same_model(report: Report, result: Measured) -> bool:
+    """Whether the measured model's parameters are the profile's (names and bytes)."""
+    return result.weights == {w.name: w.bytes for w in report.weights}
+
+
+def _other_model(report: Report, result: Measured) -> str:
+    ours = [w.bytes for w in report.weights]
+    return (f"the model measured is not this profile's: its parameters hold "
+            f"{format_bytes(sum(result.weights.values()))} in {len(result.weights)} tensors, the "
+            f"profile's {format_bytes(sum(ours))} in {len(ours)}. A class or function the "
+            "providers use was defined again since the profile; run the providers' cell again, "
+            "or Re-profile to profile the model they build now")
+
+
+def _joined(report: Report, models: PerformanceModels, result: Measured) -> Report:
     """``report`` with ``result`` among its samples (replacing one at its size) and its
     models' time curve through them (``with_time_sample``); raises ``NotJoined``."""
     size, ms = result.batch_size, result.iteration_ms

@@ -127,7 +127,8 @@ export function createActions({ model, predictor, signal, getBatch, measuredBatc
     if (!m) return;
     const lines = [`Measured at ${m.batch_size}: ${formatThroughput(m.throughput)}, peak ${formatBytes(m.peak_bytes)}`];
     const before = predictedBefore(m);
-    if (before || predictor.canManipulate) {
+    // another model's step (a class the providers use defined again): no prediction is of it
+    if (m.other_model !== true && (before || predictor.canManipulate)) {
       const t = before ? before.throughput : predictor.predictThroughput(m.batch_size);
       const p = before ? before.peakBytes : predictor.predictPeakBytes(m.batch_size);
       lines.push(`predicted ${formatThroughput(t)} (${formatPercent((m.throughput - t) / t)} off), `

@@ -141,6 +141,14 @@ describe("a measurement that joins the samples", () => {
     expect(shown(view)).toContain("added to the samples: within the curve's tolerance: the curve stays as it was");
   });
 
+  test("one of another model is put beside no prediction", () => {
+    const why = "the model measured is not this profile's: its parameters hold 66.8 KiB in 4 tensors, the profile's 1.52 MiB in 6.";
+    const view = measuredView({ other_model: true, not_joined: why });
+    expect(shown(view)).toContain(`not added to the samples: ${why}`);
+    expect(shown(view)).not.toContain("predicted");
+    expect(shown(view)).not.toContain("ceiling");
+  });
+
   test("one that did not join says why", () => {
     const why = "no curve goes within 6% of it and as near the profile's samples as the profile's own curve";
     const view = measuredView({ not_joined: why });

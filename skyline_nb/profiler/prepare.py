@@ -6,7 +6,7 @@ budget, project root, notebook cells) and fail with the same messages.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,18 @@ from skyline_nb.profiler.device import Device, resolve_device
 from skyline_nb.profiler.errors import ProviderSignatureError
 from skyline_nb.profiler.isolation import isolated
 from skyline_nb.profiler.iteration import IterationResult, measure_level1
+from skyline_nb.profiler.memory import tensor_bytes, unique_parameters
 from skyline_nb.profiler.op_mode import load_mode_machinery
 from skyline_nb.profiler.providers import Providers, build_trial, load_providers
 from skyline_nb.profiler.stacks import CellLookup, UserCode, default_project_root
+
+
+@dataclass
+class Measured(IterationResult):
+    """"Measure at N": level 1's result, and the bytes of the measured model's parameters by
+    name (as ``Report.weights``), which tell whether it is the profile's model."""
+
+    weights: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,7 +82,7 @@ def measure_iteration(
     memory_budget: int | None = None,
     project_root: str | Path | None = None,
     cells: CellLookup | None = None,
-) -> IterationResult:
+) -> Measured:
     """One uninstrumented, isolated measurement at ``batch_size`` on a fresh model ("Measure at
     N"): the profile's level 1, with its precision; its ``timing`` says how the steps varied
     and whether they waited for a busy CPU (``sample()``: the numbers alone). Raises the
@@ -88,5 +97,6 @@ def measure_iteration(
         result, warm = measure_level1(
             lambda: build_trial(run.providers, run.batch_size, run.device), run.device,
             run.batch_size)
+        weights = {name: tensor_bytes(p) for name, p in unique_parameters(warm.trial.model)}
         del warm
-    return result
+    return Measured(**{f.name: getattr(result, f.name) for f in fields(result)}, weights=weights)

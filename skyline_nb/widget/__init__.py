@@ -60,7 +60,8 @@ class SkylineWidget(anywidget.AnyWidget):
             throughput, steps, spread, waited}: how many steps were timed, (Q3 − Q1) /
             median of them, whether most waited for a busy CPU), shown beside the
             prediction made before it ({predicted_ms, predicted_peak_bytes}), and whether it
-            joined the report's samples ({joined, curve_kept, not_joined}: ``measurement.py``);
+            joined the report's samples ({joined, curve_kept, not_joined}: ``measurement.py``;
+            other_model: the model measured has other parameters, nothing to compare);
             {} before any.
         live: true when a kernel-side ``LiveProfile`` serves this widget (Re-profile, Measure at
             N, locating the literal: ``skyline_nb.live``); the front end hides those buttons

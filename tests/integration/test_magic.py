@@ -150,6 +150,52 @@ def test_rerunning_the_source_cell_reprofiles_the_widget(ip):
     assert live.widget.status == ""
 
 
+def _parameters(report) -> dict[str, int]:
+    return {w.name: w.bytes for w in report.weights}
+
+
+def test_a_notebook_of_two_models_keeps_each_widget_on_its_own(ip):
+    """Providers of the same names defined again for a second model in a later cell: the first
+    widget's Measure, Re-profile and edits stay with the first model (they ran the second)."""
+    wide = PROVIDERS.replace("nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4)",
+                             "nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4)")
+    run(ip, PROVIDERS, "cell-2a")
+    assert run(ip, "%skyline --no-predict", "cell-2b").success
+    first = ip._skyline_nb_magics.live[-1]
+    narrow = _parameters(first.report)
+    run(ip, wide.replace("batch_size=12", "batch_size=10"), "cell-2c")
+    assert run(ip, "%skyline --no-predict", "cell-2d").success
+    second = ip._skyline_nb_magics.live[-1]
+    assert _parameters(second.report) != narrow and second.report.batch_size == 10
+    first._on_msg(first.widget, {"kind": "reprofile"}, [])
+    assert _parameters(first.report) == narrow and first.report.batch_size == 12
+    assert first.report.source.cell_id == "cell-2a" and first.report.source.editable
+    edit = first.locate_edit({"code": PROVIDERS, "batch_size": 48})["edit"]
+    assert PROVIDERS[:edit["start"]].endswith("def skyline_input_provider(batch_size=")
+    assert run(ip, PROVIDERS.replace("Linear(32, 4)", "Linear(32, 5)"), "cell-2a").success
+    assert _parameters(first.report)["2.weight"] == 5 * 32 * 4  # its own cell ran again
+    assert _parameters(second.report) != _parameters(first.report)
+
+
+def test_a_measurement_of_a_model_defined_again_is_not_joined(ip):
+    """The first widget's providers call a class that a later cell defined again: Measure at N
+    builds that class, and says so rather than join its time to the first model's curve."""
+    classy = PROVIDERS.replace("def skyline_model_provider():\n    return nn.Sequential(",
+                               "class Net(nn.Sequential):\n    pass\n\n\n"
+                               "def skyline_model_provider():\n    return Net(")
+    run(ip, classy, "cell-3a")
+    assert run(ip, "%skyline", "cell-3b").success
+    live = ip._skyline_nb_magics.live[-1]
+    run(ip, "class Net(nn.Sequential):\n    def __init__(self, *layers):\n"
+            "        super().__init__(nn.Linear(64, 4))", "cell-3c")
+    live._on_msg(live.widget, {"kind": "measure", "batch_size": 100}, [])
+    assert live.widget.error == ""
+    measured = live.widget.measurement
+    assert not measured["joined"] and measured["not_joined"].startswith(
+        "the model measured is not this profile's")
+    assert 100 not in [s["batch_size"] for s in live.widget.report["samples"]]
+
+
 def test_running_a_cell_again_closes_the_widget_its_last_run_made(ip):
     run(ip, PROVIDERS, "cell-aa")
     twice = "%skyline --no-predict\n%skyline --no-predict\n"

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
+from skyline_nb.live import LiveProfile, SourceCell
+from skyline_nb.request import ProfileRequest
 
 PROTOCOL = Path(__file__).resolve().parents[2] / "js" / "shared" / "protocol.js"
 PROVIDER = "def skyline_input_provider(batch_size=32):\n    return (batch_size,)\n"
@@ -35,7 +36,7 @@ def failing_profile(*_args: Any, **_kwargs: Any) -> Any:
 @pytest.fixture
 def live() -> Iterator[tuple[LiveProfile, list[dict[str, Any]]]]:
     """A live profile of a cell holding ``PROVIDER``; what its widget sends is recorded."""
-    request = ProfileRequest(resolve=lambda: (print, print, print))
+    request = ProfileRequest(find=lambda: (print, print, print))
     profile = LiveProfile(request, SourceCell("cell-a", PROVIDER), failing_profile)
     sent: list[dict[str, Any]] = []
     profile.widget.send = lambda content, buffers=None: sent.append(content)

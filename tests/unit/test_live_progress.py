@@ -19,9 +19,10 @@ import pytest
 from sample_reports import sample_report
 
 import skyline_nb.profiler.prepare
-from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
+from skyline_nb.live import LiveProfile, SourceCell
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.report import Report
+from skyline_nb.request import ProfileRequest
 
 PROVIDER = "def skyline_input_provider(batch_size=32):\n    return (batch_size,)\n"
 STAGES = [
@@ -56,7 +57,7 @@ def sent() -> list[dict[str, Any]]:
 
 def make_live(sent: list[dict[str, Any]], profile_fn: Any,
               monkeypatch: pytest.MonkeyPatch) -> LiveProfile:
-    live = LiveProfile(ProfileRequest(resolve=lambda: (print, print, print)),
+    live = LiveProfile(ProfileRequest(find=lambda: (print, print, print)),
                        SourceCell("cell-a", PROVIDER), profile_fn)
     monkeypatch.setattr(live.widget, "_send", lambda msg, buffers=None: sent.append(msg))
     return live

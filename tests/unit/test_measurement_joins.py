@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+import torch
 
 import skyline_nb
 from skyline_nb.examples import mlp
 from skyline_nb.measurement import measured
-from skyline_nb.profiler.iteration import IterationResult
-from skyline_nb.profiler.prepare import measure_iteration
+from skyline_nb.profiler.prepare import Measured, measure_iteration
 from skyline_nb.report_checks import impossible_values
 
 PROVIDERS = (mlp.skyline_model_provider, mlp.skyline_input_provider,
@@ -26,6 +26,11 @@ def report():
         if profiled.models.can_manipulate:
             return profiled
     pytest.fail(f"no profile of the MLP could drag: {profiled.models.reason}")
+
+
+def at(report, size, ms, peak, **kwargs) -> Measured:
+    """A measurement of the profile's model (its parameters) at ``size``."""
+    return Measured(size, ms, peak, weights={w.name: w.bytes for w in report.weights}, **kwargs)
 
 
 def test_a_measurement_beyond_the_samples_joins_them_or_says_why(report) -> None:
@@ -54,8 +59,9 @@ def test_a_measurement_on_the_curve_joins_it(report) -> None:
     """Measured where the curve says (the host's pace unchanged): it must join."""
     size = 3 * max(s.batch_size for s in report.samples)
     ms = report.models.predict_iteration_ms(size)
-    after, value = measured(report, IterationResult(size, ms, report.models.memory(size)))
+    after, value = measured(report, at(report, size, ms, report.models.memory(size)))
     assert value["joined"] and value["not_joined"] is None and value["curve_kept"]
+    assert not value["other_model"]
     assert after.models.time.lines == report.models.time.lines
     assert after.models.measured_range == (report.models.measured_range[0], size)
     assert after.models.predict_iteration_ms(size) == pytest.approx(ms, rel=1e-6)
@@ -68,18 +74,32 @@ def test_steps_that_waited_for_a_cpu_join_as_measured(report) -> None:
     (``waited``), and a measurement there again replaces it."""
     size = 2 * max(s.batch_size for s in report.samples)
     ms = report.models.predict_iteration_ms(size)
-    slow, value = measured(report, IterationResult(size, 1.5 * ms, 1, converged=False))
+    slow, value = measured(report, at(report, size, 1.5 * ms, 1, converged=False))
     assert value["waited"] and value["joined"] and not value["curve_kept"]
     assert slow.models.predict_iteration_ms(size) == pytest.approx(1.5 * ms, rel=1e-6)
-    again, value = measured(slow, IterationResult(size, ms, 1))
+    again, value = measured(slow, at(report, size, ms, 1))
     assert value["joined"] and [s.batch_size for s in again.samples].count(size) == 1
     assert again.models.predict_iteration_ms(size) == pytest.approx(ms, rel=1e-6)
 
 
 def test_the_profiles_own_batch_size_or_a_profile_without_curves_joins_nothing(report) -> None:
-    again = IterationResult(report.batch_size, report.iteration_ms, report.peak_bytes)
+    again = at(report, report.batch_size, report.iteration_ms, report.peak_bytes)
     after, value = measured(report, again)
     assert after is report and not value["joined"] and value["not_joined"] is None
     bare = replace(report, models=None)
-    after, value = measured(bare, IterationResult(64, 1.0, 1))
+    after, value = measured(bare, at(report, 64, 1.0, 1))
     assert after is bare and value["predicted_ms"] is None and value["not_joined"] is None
+
+
+def test_a_measurement_of_another_model_joins_nothing_and_says_so(report) -> None:
+    """The providers a widget holds may build another model since (a class they use defined
+    again in a later cell): its time is no point of this profile's curve."""
+    wider = (lambda: torch.nn.Sequential(torch.nn.Linear(256, 64), torch.nn.ReLU(),
+                                         torch.nn.Linear(64, 10)),
+             *PROVIDERS[1:])
+    size = 2 * max(s.batch_size for s in report.samples)
+    after, value = measured(report, measure_iteration(*wider, size))
+    assert after is report and not value["joined"] and value["other_model"]
+    assert value["not_joined"].startswith(
+        "the model measured is not this profile's: its parameters hold 66.8 KiB in 4 tensors, "
+        "the profile's 1.52 MiB in 6. ")

@@ -20,10 +20,11 @@ from torch import nn
 
 from skyline_nb import quiet_cores
 from skyline_nb.examples import mlp
-from skyline_nb.live import LiveProfile, ProfileRequest, SourceCell
+from skyline_nb.live import LiveProfile, SourceCell
 from skyline_nb.profiler import iteration, level2, session, timing
 from skyline_nb.profiler.progress import DRAW_MS, Progress, Reporter, covers
 from skyline_nb.report import Report
+from skyline_nb.request import ProfileRequest
 from skyline_nb.textprogress import TextProgress
 
 
@@ -173,7 +174,7 @@ def test_in_a_kernel_the_widget_sends_no_timed_stage_and_waits_once_after_the_fi
               Progress("timing each op (run 1)", 0.6, 2.0, 1.0, timed=True),
               Progress("measuring batch size 64", 0.7, 2.5, 1.0)]
     staged = Staged(stages, sample_report(), waits)
-    live = LiveProfile(ProfileRequest(resolve=lambda: (print, print, print)),
+    live = LiveProfile(ProfileRequest(find=lambda: (print, print, print)),
                        SourceCell("cell-a", "def skyline_input_provider(batch_size=32):\n"
                                   "    return (batch_size,)\n"), staged)
     monkeypatch.setattr(live.widget, "_send", lambda msg, buffers=None: sent.append(msg))
