@@ -13,18 +13,29 @@ from skyline_nb.entry import UsageError, int_variable
 from skyline_nb.source import DEFAULT_VARIABLE
 
 
-def own_code(input_p: Callable[..., Any]) -> types.CodeType | None:
-    """The code of the function whose ``batch_size`` the profile sets: ``input_p``'s, through
-    decorators that say what they wrap and through a ``functools.partial`` that binds no
-    batch size (``partial(make_batch, seq_len=128)``: ``make_batch``'s default is the
-    literal); None for a callable object, or a partial that binds it (its own argument, not
-    the def's default, is the batch size the user runs)."""
-    while isinstance(input_p, functools.partial):
-        if input_p.args or "batch_size" in input_p.keywords:
-            return None
-        input_p = input_p.func
-    code = getattr(inspect.unwrap(input_p), "__code__", None)
+def code_of(fn: Callable[..., Any]) -> types.CodeType | None:
+    """The code of the function ``fn`` calls, through ``functools.partial`` and decorators
+    that say what they wrap (where it was defined: a notebook cell, a file); None for a
+    callable without code of its own (an object with ``__call__``, a builtin)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    try:
+        code = getattr(inspect.unwrap(fn), "__code__", None)
+    except ValueError:  # a cycle of ``__wrapped__``
+        return None
     return code if isinstance(code, types.CodeType) else None
+
+
+def own_code(input_p: Callable[..., Any]) -> types.CodeType | None:
+    """The code of the function whose ``batch_size`` default the profile sets: ``input_p``'s
+    (``code_of``), also through a ``functools.partial`` that binds no batch size
+    (``partial(make_batch, seq_len=128)``: ``make_batch``'s default is the literal); None for
+    a partial that binds it (its own argument, not the def's default, is the batch size the
+    user runs)."""
+    bound = functools.partial
+    while isinstance(input_p, bound) and not input_p.args and "batch_size" not in input_p.keywords:
+        input_p = input_p.func
+    return None if isinstance(input_p, bound) else code_of(input_p)
 
 
 def def_name(input_p: Callable[..., Any]) -> str | None:

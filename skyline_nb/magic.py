@@ -166,8 +166,8 @@ def _write(report: Report, output: Path) -> None:
 
 
 def _cell_of(fn: Any) -> SourceCell | None:
-    """The registered cell that defines ``fn`` (``inputs.own_code``), if any."""
-    code = inputs.own_code(fn)
+    """The registered cell that defines ``fn`` (``inputs.code_of``), if any."""
+    code = inputs.code_of(fn)
     found = cells.lookup(code.co_filename) if code is not None else None
     if found is None:
         return None

@@ -15,28 +15,20 @@ or the same file. Running the widget's own cell again re-reads them all
 
 from __future__ import annotations
 
-import functools
-import inspect
-import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from skyline_nb import cells
-from skyline_nb.inputs import batch_variable, def_name
+from skyline_nb.inputs import batch_variable, code_of, def_name
 
 
 def origin(fn: Callable[..., Any]) -> str | None:
     """Where ``fn`` was defined: its notebook cell's id where the cell has one, else its code's
     file (a cell that ran before ``%load_ext``, a module); None for a callable without code of
-    its own (an object with ``__call__``, a builtin), whose origin nothing tells."""
-    while isinstance(fn, functools.partial):
-        fn = fn.func
-    try:
-        code = getattr(inspect.unwrap(fn), "__code__", None)
-    except ValueError:  # a cycle of ``__wrapped__``
-        return None
-    if not isinstance(code, types.CodeType):
+    its own (``inputs.code_of``), whose origin nothing tells."""
+    code = code_of(fn)
+    if code is None:
         return None
     entry = cells.lookup(code.co_filename)
     return entry.cell_id if entry is not None and entry.cell_id else code.co_filename

@@ -9,9 +9,12 @@ profile), and anything doubtful is refused with a sentence the widget can show.
 Which literal is the batch size, in order of precedence:
 
 1. The input provider is the top-level ``def skyline_input_provider`` of the cell (or
-   ``deepview_input_provider`` when there is no Skyline one; or exactly ``provider_name``).
-   Defs nested in functions or classes are not the provider. Two top-level defs of it, or an
-   ``async def``, are refused.
+   ``deepview_input_provider`` when there is no Skyline one; or exactly ``provider_name``), or
+   a top-level assignment of a ``lambda`` or a ``functools.partial(f, ..., batch_size=32)`` to
+   that name (the partial's keyword is its default; a partial that binds no batch size is
+   followed to ``f``'s ``def`` by the caller, ``inputs.def_name``). Defs nested in functions or
+   classes are not the provider. Two top-level definitions of it, or an ``async def``, are
+   refused.
 2. If its ``batch_size`` parameter has an integer-literal default, that literal is the target
    (any signature layout: annotations, several lines, positional-only, keyword-only, decorators).
    If ``variable`` was given and the provider body also reads that global, both decide the batch
@@ -113,26 +116,30 @@ def find_batch_size_literal(
     """
     tree = _parse(code)
     names = (provider_name,) if provider_name is not None else DEFAULT_PROVIDER_NAMES
-    fn = _find_provider(tree, names)
+    found = _find_provider(tree, names)
     var = variable or DEFAULT_VARIABLE
-    if fn is None:
+    if found is None:
         if variable is None:
             raise SourceEditRefused(f"no top-level `def {' or '.join(names)}` in this cell")
         return _module_variable(code, tree, var, "")
+    name, fn = found
     param, default = _batch_size_param(fn)
     if isinstance(default, ast.Name):
         if variable is not None and default.id != variable:
-            raise SourceEditRefused(f"`{fn.name}` reads `{default.id}`, not `{variable}`")
-        return _module_variable(code, tree, default.id, f", which `{fn.name}` reads")
+            raise SourceEditRefused(f"`{name}` reads `{default.id}`, not `{variable}`")
+        return _module_variable(code, tree, default.id, f", which `{name}` reads")
     if default is not None:
-        what = f"the default of `{PARAMETER}` in `{fn.name}`"
+        what = f"the default of `{PARAMETER}` in `{name}`"
         node = _int_literal(default, what)
         if variable is not None and _reads_global(fn, variable):
             raise SourceEditRefused(f"ambiguous: {what} and the global `{variable}` both set it")
-        return _locate(code, node, "signature_default", fn.name, what)
+        return _locate(code, node, "signature_default", name, what)
     if param is not None or _reads_global(fn, var):
-        return _module_variable(code, tree, var, f", which `{fn.name}` needs")
-    raise SourceEditRefused(f"`{fn.name}` has no `{PARAMETER}` parameter and does not read `{var}`")
+        return _module_variable(code, tree, var, f", which `{name}` needs")
+    if isinstance(fn, ast.Call):
+        raise SourceEditRefused(f"`{name}` is a partial without a `{PARAMETER}=` keyword "
+                                f"(write it as one: `{ast.unparse(fn.func)}(…, {PARAMETER}=32)`)")
+    raise SourceEditRefused(f"`{name}` has no `{PARAMETER}` parameter and does not read `{var}`")
 
 
 @dataclass(frozen=True)
@@ -224,27 +231,41 @@ def locate_for_edit(
     return {"ok": True, **edit.location.as_dict(), "edit": edit.for_editor()}
 
 
-def _find_provider(tree: ast.Module, names: tuple[str, ...]) -> ast.FunctionDef | None:
+Provider = ast.FunctionDef | ast.Lambda | ast.Call
+
+
+def _find_provider(tree: ast.Module, names: tuple[str, ...]) -> tuple[str, Provider] | None:
+    """The first of ``names`` the cell defines at top level, and how: a ``def``, or an
+    assignment of a ``lambda`` or of a ``functools.partial(...)`` call (whose ``batch_size``
+    keyword is the default the profiler overrides)."""
     for name in names:
-        defs = [
-            node
-            for node in tree.body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name
-        ]
-        if len(defs) > 1:
-            lines = ", ".join(str(node.lineno) for node in defs)
+        found = [node for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name]
+        found += [node.value for node in tree.body if isinstance(node, ast.Assign)
+                  and [ast.unparse(t) for t in node.targets] == [name] and _made(node.value)]
+        if len(found) > 1:
+            lines = ", ".join(str(node.lineno) for node in found)
             raise SourceEditRefused(
-                f"ambiguous: `{name}` is defined {len(defs)} times (lines {lines})"
+                f"ambiguous: `{name}` is defined {len(found)} times (lines {lines})"
             )
-        if defs:
-            if isinstance(defs[0], ast.AsyncFunctionDef):
+        if found:
+            if isinstance(found[0], ast.AsyncFunctionDef):
                 raise SourceEditRefused(f"`{name}` is an `async def`; it must be a plain function")
-            return defs[0]
+            return name, found[0]
     return None
 
 
-def _batch_size_param(fn: ast.FunctionDef) -> tuple[ast.arg | None, ast.expr | None]:
-    """The ``batch_size`` parameter (positional-only, ordinary or keyword-only) and its default."""
+def _made(value: ast.expr) -> bool:
+    """A ``lambda``, or a call of ``partial`` / ``functools.partial``."""
+    return isinstance(value, ast.Lambda) or (
+        isinstance(value, ast.Call) and ast.unparse(value.func) in ("partial", "functools.partial"))
+
+
+def _batch_size_param(fn: Provider) -> tuple[ast.arg | None, ast.expr | None]:
+    """The ``batch_size`` parameter (positional-only, ordinary or keyword-only) and its default;
+    for a partial, no parameter and its ``batch_size`` keyword."""
+    if isinstance(fn, ast.Call):
+        return None, next((k.value for k in fn.keywords if k.arg == PARAMETER), None)
     args = fn.args
     positional = [*args.posonlyargs, *args.args]
     defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults + args.kw_defaults
@@ -254,12 +275,15 @@ def _batch_size_param(fn: ast.FunctionDef) -> tuple[ast.arg | None, ast.expr | N
     return None, None
 
 
-def _reads_global(fn: ast.FunctionDef, var: str) -> bool:
+def _reads_global(fn: Provider, var: str) -> bool:
     """Whether the provider's body reads ``var`` as a global (not a parameter or a local)."""
+    if isinstance(fn, ast.Call):  # a partial's function reads what its own def says
+        return False
     args = fn.args
     params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-    nodes = [node for stmt in fn.body for node in ast.walk(stmt)]
+    nodes = [node for stmt in ([fn.body] if isinstance(fn, ast.Lambda) else fn.body)
+             for node in ast.walk(stmt)]
     declared = {name for node in nodes if isinstance(node, ast.Global) for name in node.names}
     params |= {n.id for n in nodes if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     if var in params and var not in declared:  # a parameter or a local: not the global

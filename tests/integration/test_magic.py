@@ -91,6 +91,13 @@ OWN_NAMES = (PROVIDERS.replace("skyline_model_provider", "make_model")
     ("\nimport functools\n\nskyline_input_provider = functools.partial(make_inputs)\n"
      "skyline_model_provider, skyline_iteration_provider = make_model, make_step\n",
      "%skyline --no-predict"),  # a partial that binds no batch size
+    ("\nimport functools\n\n"
+     "skyline_input_provider = functools.partial(make_inputs, batch_size=12)\n"
+     "skyline_model_provider, skyline_iteration_provider = make_model, make_step\n",
+     "%skyline --no-predict"),  # a partial that binds it: its own 12
+    ("\nskyline_input_provider = lambda batch_size=12: make_inputs(batch_size)\n"
+     "skyline_model_provider, skyline_iteration_provider = make_model, make_step\n",
+     "%skyline --no-predict"),  # a lambda
 ])
 def test_a_provider_of_its_own_name_has_its_literal_edited(ip, extra, magic):
     """The literal is found in the input provider's own ``def``, whatever name the profile
@@ -100,6 +107,8 @@ def test_a_provider_of_its_own_name_has_its_literal_edited(ip, extra, magic):
     report = skyline_nb.last_report()
     assert report.source.editable, report.source.reason
     assert report.source.code[report.source.start:report.source.end] == "12"
+    # the lambda's or the partial's own 12, where they hold one
+    assert (report.source.start > len(OWN_NAMES)) == ("batch_size=12" in extra)
     live = ip._skyline_nb_magics.live[-1]
     answer = live.locate_edit({"code": OWN_NAMES + extra, "batch_size": 20})
     assert answer["ok"] and answer["edit"]["text"] == "20", answer

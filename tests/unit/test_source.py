@@ -58,6 +58,10 @@ def assert_edits_only_literal(cell: str, new_value: int = 64, **kwargs: object) 
         "@functools.cache\n@other(batch_size=3)\n"
         "def skyline_input_provider(batch_size=⟨8⟩):\n  pass\n",
         "def deepview_input_provider(batch_size=⟨32⟩):\n    pass\n",
+        "skyline_input_provider = lambda batch_size=⟨32⟩: (batch_size,)\n",
+        "import functools\ndef make(batch_size, seq=3):\n    pass\n"
+        "skyline_input_provider = functools.partial(make, seq=4, batch_size=⟨32⟩)\n",
+        "from functools import partial\nskyline_input_provider = partial(f, batch_size=⟨32⟩)\n",
     ],
 )
 def test_signature_default_in_any_layout(cell: str) -> None:
@@ -153,6 +157,12 @@ def test_signature_literal_wins_over_an_unread_module_variable() -> None:
         ("async def skyline_input_provider(batch_size=3): pass\n", "async def"),
         (PROVIDER + PROVIDER, "defined 2 times (lines 1, 3)"),
         ("def skyline_input_provider(batch_size=32:\n", "does not parse"),
+        ("skyline_input_provider = partial(make, 32)\n",
+         "a partial without a `batch_size=` keyword (write it as one: "
+         "`partial(…, batch_size=32)`)"),
+        (PROVIDER + "skyline_input_provider = lambda batch_size=4: 1\n",
+         "defined 2 times (lines 1, 3)"),
+        ("skyline_input_provider = make_inputs\n", "no top-level `def skyline_input_provider"),
         ("%%bash\ndef skyline_input_provider(batch_size=32): pass\n", "`%%bash`"),
         ("x = 1\0\n" + PROVIDER, "does not parse"),
         ("s = '\ud800'\n" + PROVIDER, "does not parse"),
