@@ -157,7 +157,7 @@ def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
         predict=not args.no_predict,
         memory_budget=_usage(entry.parse_size, budget) if budget else None,
         batch_size_var=args.batch_size_var,
-        namespace=namespace,
+        namespace=namespace, input_name=args.input,
     )
 
 

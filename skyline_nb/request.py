@@ -57,6 +57,7 @@ class ProfileRequest:
     batch_size_var: str | None = None
     namespace: dict[str, Any] = field(default_factory=dict)
     project_root: str | None = None
+    input_name: str | None = None  # ``-i NAME``: the name the input provider was given
     _held: Providers | None = field(default=None, init=False, repr=False)
 
     def resolve(self) -> Providers:
@@ -83,9 +84,9 @@ class ProfileRequest:
             self.batch_size_var = batch_variable(self.resolve()[1], self.namespace)
 
     def input_provider_name(self) -> str | None:
-        """Whose ``def`` holds the cell's batch-size literal (``inputs.def_name``); None: the
-        default names, also where the providers are gone from the namespace since."""
+        """Whose ``def`` holds the cell's batch-size literal (``inputs.def_name``), else the
+        name ``-i`` gave (a lambda, a partial assigned to it); None: the default names."""
         try:
-            return def_name(self.resolve()[1])
+            return def_name(self.resolve()[1]) or self.input_name
         except Exception:  # any failure to resolve: the default names
-            return None
+            return self.input_name

@@ -98,6 +98,8 @@ OWN_NAMES = (PROVIDERS.replace("skyline_model_provider", "make_model")
     ("\nskyline_input_provider = lambda batch_size=12: make_inputs(batch_size)\n"
      "skyline_model_provider, skyline_iteration_provider = make_model, make_step\n",
      "%skyline --no-predict"),  # a lambda
+    ("\nmy_inputs = lambda batch_size=12: make_inputs(batch_size)\n",
+     "%skyline --no-predict -m make_model -i my_inputs -t make_step"),  # a lambda named by -i
 ])
 def test_a_provider_of_its_own_name_has_its_literal_edited(ip, extra, magic):
     """The literal is found in the input provider's own ``def``, whatever name the profile
