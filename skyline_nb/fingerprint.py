@@ -185,7 +185,7 @@ def _is_user_class(cls: type) -> bool:
 
 class Latest:
     """The latest profile a widget showed and what it was made from (``-o`` exports it while
-    ``current``). ``request`` is a ``live.ProfileRequest``: the providers (``resolve()``) and the
+    ``current``). ``request`` is a ``request.ProfileRequest``: the providers (``resolve()``) and the
     options every profile of one widget shares."""
 
     def __init__(self) -> None:
