@@ -43,6 +43,7 @@ from skyline_nb.entry import int_variable
 from skyline_nb.export.snapshot import snapshot_html
 from skyline_nb.inputs import variable_input_provider
 from skyline_nb.mainthread import on_main_thread
+from skyline_nb.measurement import other_parameters, parameters_of
 from skyline_nb.profiler.progress import Progress
 from skyline_nb.quiet_cores import in_kernel, wait_for_front_end
 from skyline_nb.report import BatchSizeSource, Report
@@ -135,8 +136,10 @@ class LiveProfile:
                 input_p, self.request.namespace, self.request.batch_size_var)
         return model_p, input_p, iteration_p
 
-    def run(self, batch_size: int | None = None) -> Report:
-        """Profile (raising on failure, after showing the error in the widget)."""
+    def run(self, batch_size: int | None = None, alike: Report | None = None) -> Report:
+        """Profile (raising on failure, after showing the error in the widget). ``alike``: the
+        profile this one is of the same model as (the widget's Re-profile): where its
+        parameters differ, the report's notes say so."""
         model_p, input_p, iteration_p = self._providers()
         if batch_size is None and self.request.batch_size_var:
             batch_size = int_variable(self.request.namespace, self.request.batch_size_var)
@@ -152,6 +155,8 @@ class LiveProfile:
                     project_root=self.request.project_root, progress=self._show_progress(text),
                 )
                 report.source = self._locate(report.batch_size)
+                if alike is not None:
+                    report.warnings.extend(_changed_model(report, alike))
                 self.report = report
                 self.widget.selected_batch_size = self.widget.written_batch_size = None
                 self.widget.measurement = {}  # taken against the report this one replaces
@@ -275,7 +280,8 @@ class LiveProfile:
 
     def _reprofile(self, content: dict[str, Any]) -> None:
         size = content.get("batch_size")
-        self.run(int(size) if size else (self.report.batch_size if self.report else None))
+        self.run(int(size) if size else (self.report.batch_size if self.report else None),
+                 alike=self.report)
 
     def _measure(self, content: dict[str, Any]) -> None:
         """Measure at the batch size asked; it joins the report's curve where it can
@@ -320,6 +326,16 @@ class LiveProfile:
         what = _readable(exc) if exc is not None else "it raised"
         self.widget.error = (f"The source cell did not run ({what.splitlines()[0]}); the profile "
                              "below is from its last successful run.")
+
+
+def _changed_model(report: Report, before: Report) -> list[str]:
+    """Why a Re-profile's model is not the one the widget showed, if it is not."""
+    differ = other_parameters(parameters_of(report), parameters_of(before), "that one's")
+    if differ is None:
+        return []
+    return [f"The model is not the one this widget showed before: {differ}. A class, function "
+            "or variable the providers use was defined again since; running the providers' own "
+            "cell again profiles them as it defines them"]
 
 
 def _edit_target(source: BatchSizeSource) -> dict[str, Any]:

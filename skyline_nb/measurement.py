@@ -69,18 +69,30 @@ def measured(report: Report | None, result: Measured) -> tuple[Report | None, di
     return joined, value
 
 
+def parameters_of(report: Report) -> dict[str, int]:
+    """The bytes of the profiled model's parameters by name: what tells one model from
+    another (``Measured.weights`` for a measurement)."""
+    return {w.name: w.bytes for w in report.weights}
+
+
+def other_parameters(now: dict[str, int], then: dict[str, int], whose: str) -> str | None:
+    """None where ``now`` and ``then`` (``parameters_of``) are the same parameters; else how
+    they differ: "its parameters hold 66.8 KiB in 4 tensors, {whose} 1.52 MiB in 6"."""
+    if now == then:
+        return None
+    return (f"its parameters hold {format_bytes(sum(now.values()))} in {len(now)} tensors, "
+            f"{whose} {format_bytes(sum(then.values()))} in {len(then)}")
+
+
 def _same_model(report: Report, result: Measured) -> bool:
-    """Whether the measured model's parameters are the profile's (names and bytes)."""
-    return result.weights == {w.name: w.bytes for w in report.weights}
+    return result.weights == parameters_of(report)
 
 
 def _other_model(report: Report, result: Measured) -> str:
-    ours = [w.bytes for w in report.weights]
-    return (f"the model measured is not this profile's: its parameters hold "
-            f"{format_bytes(sum(result.weights.values()))} in {len(result.weights)} tensors, the "
-            f"profile's {format_bytes(sum(ours))} in {len(ours)}. A class or function the "
-            "providers use was defined again since the profile; run the providers' cell again, "
-            "or Re-profile to profile the model they build now")
+    differ = other_parameters(result.weights, parameters_of(report), "the profile's")
+    return (f"the model measured is not this profile's: {differ}. A "
+            "class or function the providers use was defined again since the profile; run the "
+            "providers' cell again, or Re-profile to profile the model they build now")
 
 
 def _joined(report: Report, models: PerformanceModels, result: Measured) -> Report:

@@ -180,6 +180,7 @@ def test_a_notebook_of_two_models_keeps_each_widget_on_its_own(ip):
     assert _parameters(second.report) != narrow and second.report.batch_size == 10
     first._on_msg(first.widget, {"kind": "reprofile"}, [])
     assert _parameters(first.report) == narrow and first.report.batch_size == 12
+    assert not any(w.startswith("The model is not") for w in first.report.warnings)
     assert first.report.source.cell_id == "cell-2a" and first.report.source.editable
     edit = first.locate_edit({"code": PROVIDERS, "batch_size": 48})["edit"]
     assert PROVIDERS[:edit["start"]].endswith("def skyline_input_provider(batch_size=")
@@ -205,6 +206,13 @@ def test_a_measurement_of_a_model_defined_again_is_not_joined(ip):
     assert not measured["joined"] and measured["not_joined"].startswith(
         "the model measured is not this profile's")
     assert 100 not in [s["batch_size"] for s in live.widget.report["samples"]]
+    live._on_msg(live.widget, {"kind": "reprofile"}, [])  # profiles what they build now
+    assert _parameters(live.report) == {"0.weight": 64 * 4 * 4, "0.bias": 4 * 4}
+    assert any(w.startswith("The model is not the one this widget showed before: its "
+                            "parameters hold 1.02 KiB in 2 tensors, that one's 8.64 KiB in 4")
+               for w in live.report.warnings), live.report.warnings
+    live._on_msg(live.widget, {"kind": "reprofile"}, [])  # the same again: nothing to say
+    assert not any(w.startswith("The model is not") for w in live.report.warnings)
 
 
 def test_running_a_cell_again_closes_the_widget_its_last_run_made(ip):
