@@ -94,6 +94,13 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
   const top = live ? predictor.maxBatchSize() : measuredBatch;
   const bottom = live ? predictor.minBatchSize() : measuredBatch;
   const ms = metrics(report, predictor, top);
+  // a size the curve was fitted through (a sample, a measurement joined): what it measured
+  const samples = new Map((Array.isArray(report.samples) ? report.samples : []).map((s) => [Number(s.batch_size), s]));
+  const sampledAt = (b) => {
+    const s = samples.get(b);
+    const ms = Number(s?.iteration_ms), peak = Number(s?.peak_bytes);
+    return ms > 0 && peak > 0 ? `; measured here: ${formatThroughput(1000 * b / ms)}, ${formatBytes(peak)}` : "";
+  };
   let batch = initialBatch ?? measuredBatch;
   let committed = batch;
   let keyTimer = null;
@@ -168,7 +175,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
   function setBatch(next) {
     batch = next;
     setText(batchText, String(batch));
-    setText(batchTag, batch === measuredBatch ? " (measured)" : " (predicted)");
+    setText(batchTag, batch === measuredBatch ? " (measured)" : ` (predicted${sampledAt(batch)})`);
     const note = batch === measuredBatch ? null : predictor.extrapolation(batch);
     const failed = live ? predictor.failedNext(batch) : null;
     // where a kernel serves the widget, the way to know: a measurement there joins the samples

@@ -3,7 +3,7 @@
 // clear it or send it again, so a new report never shows the old report's measurement.
 import { afterEach, describe, expect, test } from "vitest";
 import widget from "../src/index.js";
-import { formatThroughput } from "../src/format.js";
+import { formatBytes, formatThroughput } from "../src/format.js";
 import { Predictor } from "../src/predict.js";
 import { loadReport, mount } from "./helpers.js";
 
@@ -114,8 +114,12 @@ describe("a measurement that joins the samples", () => {
     expect(view.q("predicted-batch-size").textContent).toBe("40");
     const before = new Predictor(report.models).predictIterationMs(40);
     // The kernel sends the joined report first, then the measurement (live.py).
+    expect(view.el.querySelector(".sk-batch-tag").textContent).toBe(" (predicted)");
     view.model.set("report", joined(report));
     expect(view.q("predicted-batch-size").textContent).toBe("40");
+    // the bars show the curve there, the tag what was measured
+    expect(view.el.querySelector(".sk-batch-tag").textContent).toBe(
+      ` (predicted; measured here: ${formatThroughput(40_000 / 66.67)}, ${formatBytes(38.2 * MiB)})`);
     view.model.set("measurement", { ...at40, predicted_ms: 2 * before, predicted_peak_bytes: 40 * MiB, joined: true, not_joined: null });
     const predicted = formatThroughput(40_000 / (2 * before));
     expect(shown(view)).toContain(`predicted ${predicted} (`);
