@@ -76,10 +76,13 @@ def test_steps_that_waited_for_a_cpu_join_as_measured(report) -> None:
     ms = report.models.predict_iteration_ms(size)
     slow, value = measured(report, at(report, size, 1.5 * ms, 1, converged=False))
     assert value["waited"] and value["joined"] and not value["curve_kept"]
-    assert slow.models.predict_iteration_ms(size) == pytest.approx(1.5 * ms, rel=1e-6)
+    # a curve through them all is taken where it goes within the tolerance of N (joined.py):
+    # exactly through it only where a piece is drawn to it
+    tolerance = report.models.tolerance
+    assert slow.models.predict_iteration_ms(size) == pytest.approx(1.5 * ms, rel=tolerance)
     again, value = measured(slow, at(report, size, ms, 1))
     assert value["joined"] and [s.batch_size for s in again.samples].count(size) == 1
-    assert again.models.predict_iteration_ms(size) == pytest.approx(ms, rel=1e-6)
+    assert again.models.predict_iteration_ms(size) == pytest.approx(ms, rel=tolerance)
 
 
 def test_the_profiles_own_batch_size_or_a_profile_without_curves_joins_nothing(report) -> None:
