@@ -5,12 +5,15 @@ name only where the place that defined them defines them again, and the options.
 defines ``skyline_model_provider`` and the others in one cell, profiles them, then defines them
 again for another model in a later cell and profiles that. The first widget's Re-profile and
 "Measure at N" must still run the first model. Found by name at every run, they ran the second:
-a 64→32→4 MLP's widget measured a 64→512→512→4 MLP at 96 (2.8 MiB where 71.6 KB was
+a 64→32→4 MLP's widget measured a 64→512→512→4 MLP at 96 (2.87 MB where 71.6 KB was
 predicted), joined it to its curve, and its predicted maximum throughput fell from 887,219 to
 191,146 samples/s (session 46). So a provider the names give now replaces the one a widget
 holds only where both come from the same place (``origin``): the same notebook cell run again,
 or the same file. Running the widget's own cell again re-reads them all
-(``ProfileRequest.rebind``), as the watch on that cell has always meant.
+(``ProfileRequest.rebind``), as the watch on that cell has always meant. The providers held
+still read the notebook's globals as they are now: where a later cell defined again a class they
+call, "Measure at N" sees other parameters and joins nothing (``measurement``), and a
+Re-profile's notes say its model changed (``live``).
 """
 
 from __future__ import annotations
