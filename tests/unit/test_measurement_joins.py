@@ -75,14 +75,17 @@ def test_steps_that_waited_for_a_cpu_join_as_measured(report) -> None:
     size = 2 * max(s.batch_size for s in report.samples)
     ms = report.models.predict_iteration_ms(size)
     slow, value = measured(report, at(report, size, 1.5 * ms, 1, converged=False))
-    assert value["waited"] and value["joined"] and not value["curve_kept"]
+    seen = (value, [(s.batch_size, s.iteration_ms) for s in report.samples],
+            report.models.time.shape)  # what a failure needs to be understood
+    assert value["waited"] and value["joined"] and not value["curve_kept"], seen
     # a curve through them all is taken where it goes within the tolerance of N (joined.py):
     # exactly through it only where a piece is drawn to it
     tolerance = report.models.tolerance
-    assert slow.models.predict_iteration_ms(size) == pytest.approx(1.5 * ms, rel=tolerance)
+    assert slow.models.predict_iteration_ms(size) == pytest.approx(1.5 * ms, rel=tolerance), seen
     again, value = measured(slow, at(report, size, ms, 1))
-    assert value["joined"] and [s.batch_size for s in again.samples].count(size) == 1
-    assert again.models.predict_iteration_ms(size) == pytest.approx(ms, rel=tolerance)
+    assert value["joined"] and [s.batch_size for s in again.samples].count(size) == 1, (
+        value, seen)
+    assert again.models.predict_iteration_ms(size) == pytest.approx(ms, rel=tolerance), seen
 
 
 def test_the_profiles_own_batch_size_or_a_profile_without_curves_joins_nothing(report) -> None:
