@@ -8,8 +8,8 @@ again for another model in a later cell and profiles that. The first widget's Re
 a 64→32→4 MLP's widget measured a 64→512→512→4 MLP at 96 (2.87 MB where 71.6 KB was
 predicted), joined it to its curve, and its predicted maximum throughput fell from 887,219 to
 191,146 samples/s (session 46). So a provider the names give now replaces the one a widget
-holds only where both come from the same place (``origin``): the same notebook cell run again,
-or the same file. Running the widget's own cell again re-reads them all
+holds only where both come from the same place (``origin``): the same function of the same
+notebook cell run again, or of the same file. Running the widget's own cell again re-reads them all
 (``ProfileRequest.rebind``), as the watch on that cell has always meant. The providers held
 still read the notebook's globals as they are now: where a later cell defined again a class they
 call, "Measure at N" sees other parameters and joins nothing (``measurement``), and a
@@ -26,15 +26,17 @@ from skyline_nb import cells
 from skyline_nb.inputs import batch_variable, code_of, def_name
 
 
-def origin(fn: Callable[..., Any]) -> str | None:
-    """Where ``fn`` was defined: its notebook cell's id where the cell has one, else its code's
-    file (a cell that ran before ``%load_ext``, a module); None for a callable without code of
-    its own (``inputs.code_of``), whose origin nothing tells."""
+def origin(fn: Callable[..., Any]) -> tuple[str, str] | None:
+    """Where ``fn`` was defined, and as what: its notebook cell's id where the cell has one,
+    else its code's file (a cell that ran before ``%load_ext``, a module), with the function's
+    qualified name (two functions of one module are two origins); None for a callable without
+    code of its own (``inputs.code_of``), whose origin nothing tells."""
     code = code_of(fn)
     if code is None:
         return None
     entry = cells.lookup(code.co_filename)
-    return entry.cell_id if entry is not None and entry.cell_id else code.co_filename
+    place = entry.cell_id if entry is not None and entry.cell_id else code.co_filename
+    return place, code.co_qualname
 
 
 def kept(found: tuple[Any, ...], held: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -99,11 +99,21 @@ def test_names_gone_leave_the_providers_held() -> None:
 
 def test_where_a_provider_comes_from() -> None:
     first = defined_in(None, 1, PROVIDERS.format(model="A"))  # ran before %load_ext: no id
-    assert origin(first["skyline_input_provider"]) == "<cell None run 1>"
+    fn, name = first["skyline_input_provider"], "skyline_input_provider"
+    assert origin(fn) == ("<cell None run 1>", name)
     cells.name_cell("<cell None run 1>", "x")  # the front end found its id by its text
-    assert origin(first["skyline_input_provider"]) == "x"
-    fn = first["skyline_input_provider"]
-    assert origin(functools.partial(fn, batch_size=3)) == "x"
-    assert origin(functools.wraps(fn)(lambda *a: fn(*a))) == "x"
+    assert origin(fn) == ("x", name)
+    assert origin(functools.partial(fn, batch_size=3)) == ("x", name)
+    assert origin(functools.wraps(fn)(lambda *a: fn(*a))) == ("x", name)
     assert origin(print) is None and origin(functools.partial(print)) is None
-    assert origin(origin) == origin.__code__.co_filename  # a module's function: its file
+    assert origin(origin) == (origin.__code__.co_filename, "origin")  # a module's function
+
+
+def test_two_functions_of_one_module_are_two_origins() -> None:
+    """``from mymodels import make_a as skyline_model_provider``, then ``make_b`` as it."""
+    module = defined_in(None, 1, "def make_a():\n    return 'A'\n\ndef make_b():\n    return 'B'\n")
+    notebook = {n: module["make_a"] for n in NAMES}
+    request = request_over(notebook)
+    assert models(request) == "A"
+    notebook["skyline_model_provider"] = module["make_b"]
+    assert models(request) == "A"
