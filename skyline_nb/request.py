@@ -43,8 +43,13 @@ def kept(found: tuple[Any, ...], held: tuple[Any, ...]) -> tuple[Any, ...]:
     """Each of ``held`` (the providers a widget profiled), or the one of ``found`` (what the
     names give now) in its role where it comes from the same ``origin``: the user ran that cell
     again, or redefined it in the same file."""
-    return tuple(new if new is old or (origin(new) is not None and origin(new) == origin(old))
-                 else old for new, old in zip(found, held, strict=True))
+    return tuple(new if new is old or _same_origin(new, old) else old
+                 for new, old in zip(found, held, strict=True))
+
+
+def _same_origin(new: Callable[..., Any], old: Callable[..., Any]) -> bool:
+    where = origin(new)
+    return where is not None and where == origin(old)
 
 
 Providers = tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]
