@@ -46,7 +46,7 @@ from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH
 from skyline_nb.profiler import torch_private as tp
-from skyline_nb.profiler.compiled import quiet_compiled_module_warning
+from skyline_nb.profiler.compiled import class_name, quiet_compiled_module_warning
 from skyline_nb.profiler.device import Device, Timer
 from skyline_nb.profiler.leaves import tensors_in
 from skyline_nb.profiler.memory import unique_parameters, user_path
@@ -146,13 +146,13 @@ class OperationTracker:
             return name
         extra = self.extra_modules.get(id(module))
         if extra is None:
-            base = type(module).__name__
+            base = class_name(module)
             taken = {p for p, _ in self.extra_modules.values()} | set(self.module_names.values())
             path, k = base, 1
             while path in taken:
                 k += 1
                 path = f"{base}_{k}"
-            extra = (path, type(module).__name__)
+            extra = (path, base)
             self.extra_modules[id(module)] = extra
         return extra[0]
 

@@ -25,7 +25,7 @@ import torch
 
 from skyline_nb.categories import OPTIMIZER_PATH, Category
 from skyline_nb.export.units import format_ms
-from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning
+from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning, scripted_warning
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.errors import StartingBatchOOMError
 from skyline_nb.profiler.held import held_warning
@@ -145,7 +145,8 @@ def profile(
             raise carried.error from None
         try:
             reporter.iteration_ms = level1.iteration_ms
-            warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs)]))
+            warnings.extend(filter(None, [compiled_warning(warm.trial.model, graphs),
+                                           scripted_warning(warm.trial.model)]))
             # at one thread as busy a moment as the headline's, before anything else
             unsettled = _unsettled(level1, warm, dev, reporter) if level1.waited else None
             if unsettled is not None:  # a measured speed-up is the note to read first

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH, UNTRACKED_PATH, NodeKind
+from skyline_nb.profiler.compiled import class_name
 from skyline_nb.profiler.memory import user_path
 from skyline_nb.profiler.operations import OperationTracker, OpRecord
 from skyline_nb.report import Frame, Node
@@ -48,20 +49,20 @@ class TreeInputs:
 def build_tree(inputs: TreeInputs) -> Node:
     """The root node of the report's tree (ids assigned depth first, parents first)."""
     model, ops = inputs.model, inputs.ops
-    root = Node(id=0, name=type(model).__name__, path="", kind=NodeKind.ROOT)
+    root = Node(id=0, name=class_name(model), path="", kind=NodeKind.ROOT)
     nodes: dict[str, Node] = {"": root}
     first: dict[int, int] = {}  # id(node) -> first op index in its subtree
     for name, module in model.named_modules():
         path = user_path(name)
         if path in nodes:  # torch.compile's wrapper, then the module it wraps: the user's class
-            nodes[path].name = type(module).__name__
+            nodes[path].name = class_name(module)
             continue
         frames = ops.module_frames.get(path, [])
-        node = Node(0, type(module).__name__, path, NodeKind.MODULE, frames=frames)
+        node = Node(0, class_name(module), path, NodeKind.MODULE, frames=frames)
         nodes[path] = node
         nodes.get(path.rpartition(".")[0], root).children.append(node)
-    for path, class_name in ops.extra_modules.values():
-        node = Node(0, class_name, path, NodeKind.MODULE,
+    for path, extra_class in ops.extra_modules.values():
+        node = Node(0, extra_class, path, NodeKind.MODULE,
                     frames=ops.module_frames.get(path, []))
         nodes[path] = node
         root.children.append(node)
