@@ -26,6 +26,7 @@ import torch
 from skyline_nb.categories import OPTIMIZER_PATH, Category
 from skyline_nb.export.units import format_ms
 from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning, scripted_warning
+from skyline_nb.profiler.cpus import oversubscribed_note, usable_cpus
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
 from skyline_nb.profiler.errors import StartingBatchOOMError
 from skyline_nb.profiler.held import held_warning
@@ -102,6 +103,9 @@ def profile(
                   cells=cells)
     dev, user_code, providers, size = run.device, run.user_code, run.providers, run.batch_size
     reporter = Reporter(progress, predict)
+    crowded = oversubscribed_note(torch.get_num_threads(), usable_cpus()) if (
+        dev.kind == "cpu") else None
+    reporter.notice = crowded  # while it runs too: such a profile can take minutes
     warnings: list[str] = []
     origins = ParameterOrigins(user_code.capture)
 
@@ -169,6 +173,7 @@ def profile(
         finally:
             del warm
     warnings.extend(filter(None, [prints.warning()]))
+    warnings[:0] = [crowded] if crowded else []  # the cause of a slow step: said first
     warnings[:] = dict.fromkeys(warnings)  # each once: every op timing run may add its own
     reporter.finish()
     return report
