@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import types
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,21 @@ def def_name(input_p: Callable[..., Any]) -> str | None:
     code = own_code(input_p)
     name = code.co_name if code is not None else None
     return name if name is not None and name.isidentifier() else None
+
+
+NOT_IN_A_CELL = "the input provider was not defined in a notebook cell of this session"
+
+
+def outside_cells(input_p: Callable[..., Any]) -> str:
+    """Why no notebook cell holds the batch-size literal of ``input_p``: the file it came from
+    where that is one on disk (a module the notebook imported), with what to do."""
+    code = own_code(input_p) or code_of(input_p)
+    if code is None or not os.path.isfile(code.co_filename):  # a cell's name is no file
+        return NOT_IN_A_CELL
+    return (f"the input provider {code.co_name} comes from {code.co_filename}, line "
+            f"{code.co_firstlineno}, not from a notebook cell: the widget edits the batch size "
+            "in notebook cells only; change it in that file, or define the input provider in "
+            "a cell")
 
 
 def batch_variable(input_p: Callable[..., Any], namespace: dict[str, Any]) -> str | None:

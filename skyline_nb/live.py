@@ -41,7 +41,7 @@ from skyline_nb import cells
 from skyline_nb import source as source_edit
 from skyline_nb.entry import int_variable
 from skyline_nb.export.snapshot import snapshot_html
-from skyline_nb.inputs import variable_input_provider
+from skyline_nb.inputs import NOT_IN_A_CELL, outside_cells, variable_input_provider
 from skyline_nb.mainthread import on_main_thread
 from skyline_nb.measurement import other_parameters, parameters_of
 from skyline_nb.profiler.progress import Progress
@@ -210,10 +210,11 @@ class LiveProfile:
 
     def _locate(self, batch_size: int) -> BatchSizeSource:
         if self.cell is None:
-            return BatchSizeSource(
-                code="", editable=False,
-                reason="the input provider was not defined in a notebook cell of this session",
-            )
+            try:
+                reason = outside_cells(self.request.resolve()[1])
+            except Exception:  # the names are gone: what is known without them
+                reason = NOT_IN_A_CELL
+            return BatchSizeSource(code="", editable=False, reason=reason)
         try:
             loc = source_edit.find_batch_size_literal(
                 self.cell.code, provider_name=self.request.input_provider_name(),

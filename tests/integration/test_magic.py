@@ -121,6 +121,24 @@ def test_a_provider_of_its_own_name_has_its_literal_edited(ip, extra, magic):
     assert ip.rl_next_input == cell.replace("batch_size=12", "batch_size=7")
 
 
+def test_providers_imported_from_a_file_name_it_where_the_literal_is_not_edited(
+        ip, tmp_path, monkeypatch):
+    """Providers in the user's own module, imported into the notebook: the widget cannot edit
+    that file, and says which file and line hold the batch size (it said only "not defined in
+    a notebook cell of this session")."""
+    (tmp_path / "my_providers.py").write_text(PROVIDERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(__import__("sys").modules, "my_providers", raising=False)
+    assert run(ip, "from my_providers import *", "cell-imp").success
+    assert run(ip, "%skyline --no-predict", "cell-imp2").success
+    source = skyline_nb.last_report().source
+    assert not source.editable
+    assert source.reason == (
+        f"the input provider skyline_input_provider comes from {tmp_path / 'my_providers.py'}, "
+        "line 9, not from a notebook cell: the widget edits the batch size in notebook cells "
+        "only; change it in that file, or define the input provider in a cell")
+
+
 @pytest.mark.parametrize("ending", ["\n", ""])  # notebook cells usually have no final newline
 def test_cell_magic_maps_lines_under_the_magic_line(ip, ending):
     result = run(ip, "%%skyline --no-predict\n\n" + PROVIDERS.rstrip("\n") + ending, "cell-c")
