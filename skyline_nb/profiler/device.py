@@ -14,12 +14,13 @@ from __future__ import annotations
 import gc
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from skyline_nb.profiler import torch_private as tp
+from skyline_nb.profiler.cgroup import memory_headroom
 from skyline_nb.report import DeviceInfo
 
 
@@ -86,6 +87,8 @@ class Device:
 
     torch_device: torch.device
     memory_budget: int | None = None
+    # The RAM available when the profile began (``capacity_bytes``)
+    _ram: int = field(default=0, init=False, repr=False)
 
     kind = "cpu"
     # Iterations a timed chunk holds at least (``timing.time_steps``): one on a CPU, which
@@ -105,11 +108,32 @@ class Device:
 
         return platform.processor() or platform.machine() or "cpu"
 
+    def __post_init__(self) -> None:
+        if self.kind == "cpu" and self.memory_budget is None:
+            self._ram = available_ram_bytes()
+
     def capacity_bytes(self) -> int:
-        """The user's ``memory_budget`` when given, else the RAM available right now."""
+        """The user's ``memory_budget`` when given, else the RAM available when the profile
+        began. The step's memory, freed between its iterations, stays in the process's heap
+        and in its cgroup's usage, so a later reading counts it as taken: in a cgroup of 600
+        MiB, 454 MiB were free before a profile and 372 after its samples, which made the
+        largest batch that fits 11 beside a sample measured at 16 (BENCHMARKS.md, session 47)."""
         if self.memory_budget is not None:
             return int(self.memory_budget)
-        return available_ram_bytes()
+        return self._ram
+
+    def sampling_capacity_bytes(self) -> int:
+        """What a sample's step may take, where the samples are chosen: a budget is enforced
+        (an iteration needing more fails like an out-of-memory, and sampling backs off); free
+        RAM is not, and a process that outgrows its container's limit is killed, with the
+        notebook's state. A process needs more than its tensors: its heap keeps what earlier
+        sizes freed, in pieces a larger step cannot reuse. In a cgroup, a plain loop's usage
+        rose 21–42 % above the tracked peak, and a profile's while it timed its largest
+        sample 1.2–2.2× (BENCHMARKS.md, session 47). So samples stay within half the RAM the
+        profile began with; the predictions still reach all of it."""
+        if self.memory_budget is not None:
+            return int(self.memory_budget)
+        return self._ram // 2
 
     def timer(self) -> Timer:
         return Timer()
@@ -160,6 +184,10 @@ class CudaDevice(Device):
 
     def name(self) -> str:
         return torch.cuda.get_device_name(self.torch_device)
+
+    def sampling_capacity_bytes(self) -> int:
+        """The device's memory: its allocator raises an out-of-memory, and sampling backs off."""
+        return self.capacity_bytes()
 
     def capacity_bytes(self) -> int:
         """Total device memory (``mem_get_info``), or the budget when smaller."""
@@ -247,7 +275,15 @@ _REQUESTED = "requested_bytes.all"
 
 
 def available_ram_bytes() -> int:
-    """MemAvailable from /proc/meminfo (Linux), else physical pages; 0 if unknown."""
+    """The RAM this process may still take: MemAvailable from /proc/meminfo (Linux), else
+    physical pages, capped by its container's memory limit (``cgroup.memory_headroom``: the
+    node's free RAM is no bound in a pod); 0 if unknown."""
+    headroom = memory_headroom()
+    free = _free_ram_bytes()
+    return free if headroom is None else min(free, headroom) if free else headroom
+
+
+def _free_ram_bytes() -> int:
     try:
         with open("/proc/meminfo", encoding="ascii") as meminfo:
             for line in meminfo:

@@ -135,7 +135,7 @@ def sample_sizes(
 
     tolerance = tolerance_of(first)
     found = sample_curve(
-        measure, user, first.peak_bytes, first.iteration_ms, dev.capacity_bytes(),
+        measure, user, first.peak_bytes, first.iteration_ms, dev.sampling_capacity_bytes(),
         oom_errors=dev.oom_types, tolerance=tolerance,
         budget_ms=sampling_budget_ms(policy, first.iteration_ms,
                                      1000.0 * reporter.profile_s()),

@@ -1,64 +1,17 @@
 """The CPUs this process may use (affinity, a container's CFS quota) and the report's first note
-when torch runs more threads than that (``profiler/cpus.py``).
-
-The quota files are written under a temporary folder laid out as ``/sys/fs/cgroup`` is, with a
-``/proc/self/cgroup`` beside them, as cgroup v2 and v1 hosts and containers show them.
-"""
+when torch runs more threads than that (``profiler/cpus.py``)."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import pytest
 import torch
+from test_cgroup import layout  # the cgroup folders, laid out (fixture module)
 
 from skyline_nb.examples import mlp
-from skyline_nb.profiler import cpus
-from skyline_nb.profiler.cpus import UsableCpus, cpu_quota, oversubscribed_note, usable_cpus
+from skyline_nb.profiler import cgroup
+from skyline_nb.profiler.cpus import UsableCpus, oversubscribed_note, usable_cpus
 from skyline_nb.profiler.session import profile
-
-
-def layout(tmp_path: Path, own: str, files: dict[str, str]) -> tuple[Path, Path]:
-    root = tmp_path / "cgroup"
-    root.mkdir(parents=True)
-    for name, text in files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text)
-    (tmp_path / "own").write_text(own)
-    return root, tmp_path / "own"
-
-
-@pytest.mark.parametrize(("own", "files", "quota"), [
-    # a container, cgroup v2: its own cgroup at the mount's root
-    ("0::/\n", {"cpu.max": "200000 100000\n"}, 2.0),
-    ("0::/\n", {"cpu.max": "max 100000\n"}, None),
-    ("0::/\n", {"cpu.max": "150000 100000\n"}, 1.5),
-    # a host, cgroup v2: a limit on the process's slice, or on a parent of it
-    ("0::/user.slice/session-1.scope\n",
-     {"user.slice/session-1.scope/cpu.max": "max 100000", "user.slice/cpu.max": "300000 100000"},
-     3.0),
-    # cgroup v1, Docker's layout: the host's path, which the container's mount does not have
-    ("12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n",
-     {"cpu,cpuacct/cpu.cfs_quota_us": "100000\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"},
-     1.0),
-    ("12:cpu,cpuacct:/\n",
-     {"cpu,cpuacct/cpu.cfs_quota_us": "-1\n", "cpu,cpuacct/cpu.cfs_period_us": "100000\n"},
-     None),
-    # the smallest of the two hierarchies that bind
-    ("0::/\n3:cpu:/\n", {"cpu.max": "400000 100000", "cpu/cpu.cfs_quota_us": "250000",
-                         "cpu/cpu.cfs_period_us": "100000"}, 2.5),
-    # nothing readable, or nonsense: no quota
-    ("0::/\n", {}, None),
-    ("0::/\n", {"cpu.max": "lots\n"}, None),
-])
-def test_a_quota_is_read_where_cgroups_put_it(tmp_path, own, files, quota) -> None:
-    assert cpu_quota(*layout(tmp_path, own, files)) == quota
-
-
-def test_no_proc_file_still_reads_the_mounts_root(tmp_path) -> None:
-    root, _ = layout(tmp_path, "", {"cpu.max": "100000 100000"})
-    assert cpu_quota(root, tmp_path / "missing") == 1.0
 
 
 def test_the_usable_count_is_the_affinity_capped_by_the_quota_rounded_down(
@@ -102,7 +55,7 @@ def profiled_at(threads: int, progress=None):
 
 def test_a_profile_with_more_threads_than_cpus_says_so_first_and_keeps_the_count(
         monkeypatch) -> None:
-    monkeypatch.setattr(cpus, "cpu_quota", lambda *args: 1.0)  # a container of one CPU
+    monkeypatch.setattr(cgroup, "cpu_quota", lambda *args: 1.0)  # a container of one CPU
     shown = []
     report = profiled_at(2, shown.append)
     assert shown and all(p.notice == report.warnings[0] for p in shown)  # from the first stage
@@ -111,6 +64,6 @@ def test_a_profile_with_more_threads_than_cpus_says_so_first_and_keeps_the_count
 
 
 def test_a_profile_within_its_cpus_has_no_such_note(monkeypatch) -> None:
-    monkeypatch.setattr(cpus, "cpu_quota", lambda *args: None)
+    monkeypatch.setattr(cgroup, "cpu_quota", lambda *args: None)
     report = profiled_at(1)
     assert not [w for w in report.warnings if w.startswith("torch runs")]
