@@ -129,7 +129,7 @@ class Device:
         notebook's state. A process needs more than its tensors: its heap keeps what earlier
         sizes freed, in pieces a larger step cannot reuse. In a cgroup, a plain loop's usage
         rose 21–42 % above the tracked peak, and a profile's while it timed its largest
-        sample 1.2–2.2× (BENCHMARKS.md, session 47). So samples stay within half the RAM the
+        sample 1.5–2.2× (BENCHMARKS.md, session 47). So samples stay within half the RAM the
         profile began with; the predictions still reach all of it."""
         if self.memory_budget is not None:
             return int(self.memory_budget)

@@ -19,7 +19,7 @@ def test_the_usable_count_is_the_affinity_capped_by_the_quota_rounded_down(
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     root, own = layout(tmp_path, "0::/\n", {"cpu.max": "250000 100000"})
-    assert usable_cpus(root, own) == UsableCpus(2, "its container's CPU quota of 2.5 CPUs")
+    assert usable_cpus(root, own) == UsableCpus(2, "its container's CPU quota of 2.5 CPUs", True)
     root, own = layout(tmp_path / "b", "0::/\n", {"cpu.max": "50000 100000"})
     assert usable_cpus(root, own).count == 1  # half a CPU is still one thread's worth
     root, own = layout(tmp_path / "c", "0::/\n", {})
@@ -29,14 +29,16 @@ def test_the_usable_count_is_the_affinity_capped_by_the_quota_rounded_down(
 
 
 def test_the_note_names_the_count_to_set_and_only_when_threads_exceed_it() -> None:
-    cpus_two = UsableCpus(2, "its container's CPU quota of 2 CPUs")
+    cpus_two = UsableCpus(2, "its container's CPU quota of 2 CPUs", quota=True)
     assert oversubscribed_note(2, cpus_two) is None
     assert oversubscribed_note(1, cpus_two) is None
     note = oversubscribed_note(32, cpus_two) or ""
     assert note.startswith("torch runs 32 threads, and this process may use 2 CPUs "
                            "(its container's CPU quota of 2 CPUs)")
     assert note.endswith("torch.set_num_threads(2) before your training loop, and profile again")
-    assert "use 1 CPU (" in (oversubscribed_note(4, UsableCpus(1, "x")) or "")
+    assert "the times here, of the steps between those waits, are below a loop's mean" in note
+    alone = oversubscribed_note(4, UsableCpus(1, "its CPU affinity: 1 of this machine's 2")) or ""
+    assert "use 1 CPU (" in alone and "quota" not in alone  # no quota: no stalls to speak of
 
 
 def profiled_at(threads: int, progress=None):
