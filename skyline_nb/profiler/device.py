@@ -109,7 +109,7 @@ class Device:
         return platform.processor() or platform.machine() or "cpu"
 
     def __post_init__(self) -> None:
-        if self.kind == "cpu" and self.memory_budget is None:
+        if self.kind == "cpu":
             self._ram = available_ram_bytes()
 
     def capacity_bytes(self) -> int:
@@ -123,17 +123,18 @@ class Device:
         return self._ram
 
     def sampling_capacity_bytes(self) -> int:
-        """What a sample's step may take, where the samples are chosen: a budget is enforced
-        (an iteration needing more fails like an out-of-memory, and sampling backs off); free
-        RAM is not, and a process that outgrows its container's limit is killed, with the
-        notebook's state. A process needs more than its tensors: its heap keeps what earlier
-        sizes freed, in pieces a larger step cannot reuse. In a cgroup, a plain loop's usage
-        rose 21–42 % above the tracked peak, and a profile's while it timed its largest
-        sample 1.5–2.2× (BENCHMARKS.md, session 47). So samples stay within half the RAM the
-        profile began with; the predictions still reach all of it."""
-        if self.memory_budget is not None:
-            return int(self.memory_budget)
-        return self._ram // 2
+        """What a sample's step may take, where the samples are chosen. Free RAM is no bound
+        anything enforces: a process that outgrows its container's limit is killed, with the
+        notebook's state, and a process needs more than its tensors (its heap keeps what
+        earlier sizes freed, in pieces a larger step cannot reuse). In a cgroup, a plain
+        loop's usage rose 21–42 % above the tracked peak, and a profile's while it timed its
+        largest sample 1.5–2.2× (BENCHMARKS.md, session 47). So samples stay within half the
+        RAM the profile began with, and within a budget (which an iteration of more tensors
+        fails like an out-of-memory); the predictions still reach the whole capacity."""
+        half = self._ram // 2
+        if self.memory_budget is None:
+            return half
+        return int(self.memory_budget) if half <= 0 else min(int(self.memory_budget), half)
 
     def timer(self) -> Timer:
         return Timer()

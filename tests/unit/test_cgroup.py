@@ -118,4 +118,8 @@ def test_samples_stay_within_half_the_ram_the_profile_began_with(monkeypatch) ->
     assert max(s.batch_size for s in report.samples) < largest.batch_size
     assert all(s.peak_bytes <= ram // 2 for s in report.samples)
     assert report.models is not None and report.models.max_batch_size() > largest.batch_size
-    assert device.resolve_device("cpu", memory_budget=ram).sampling_capacity_bytes() == ram
+    budgeted = device.resolve_device("cpu", memory_budget=ram // 4)
+    assert (budgeted.capacity_bytes(), budgeted.sampling_capacity_bytes()) == (ram // 4, ram // 4)
+    # a budget above the RAM bounds the predictions, not the samples: no kill for a budget
+    above = device.resolve_device("cpu", memory_budget=4 * ram)
+    assert (above.capacity_bytes(), above.sampling_capacity_bytes()) == (4 * ram, ram // 2)
