@@ -5,10 +5,10 @@ Torch sizes its thread pool from the cores it sees, and a container's CPU limit 
 hides no core: on a 64-core node a pod limited to 2 CPUs runs 32 torch threads. Each parallel
 op then waits for threads that take turns on too few CPUs. On the 2-core development machine
 (BENCHMARKS.md, session 47) the example CNN at batch 16 took 16.6 ms a step at 2 threads,
-40.0 at 4 and 100.0 at 8 (a second run: 20.0, 44.0, 112.0); the LSTM 11.0, 24.0 and
-206.9 (17.8, 27.1, 217.1). A CPU affinity (``taskset``, a
-cpuset) does the same where torch's count was set by hand or by ``OMP_NUM_THREADS``. Nothing in
-the profile's numbers says why a step is that slow, so the report says it first.
+40.0 at 4 and 100.0 at 8 (a second run: 20.0, 44.0, 112.0); the LSTM 11.0, 24.0 and 206.9
+(17.8, 27.1, 217.1). A CPU affinity (``taskset``, a cpuset) does the same where torch's count
+was set by hand or by ``OMP_NUM_THREADS``. Nothing in the profile's numbers says why a step is
+that slow, so the report says it first.
 
 The quota comes from ``cgroup.py``; whole CPUs round down: a thread more than the quota
 serves gets the whole group throttled.
