@@ -287,10 +287,14 @@ class LiveProfile:
     def _measure(self, content: dict[str, Any]) -> None:
         """Measure at the batch size asked; it joins the report's curve where it can
         (``measurement.measured``), and the saved outputs follow."""
-        from skyline_nb.measurement import measured
+        from skyline_nb.measurement import WouldOutgrowMemory, measured, outgrows
         from skyline_nb.profiler.prepare import measure_iteration
 
         size = int(content["batch_size"])
+        self.widget.error = ""  # an earlier measurement's refusal or failure no longer holds
+        refusal = outgrows(self.report, size)
+        if refusal is not None:
+            raise WouldOutgrowMemory(refusal)
         model_p, input_p, iteration_p = self._providers()
         with self._working(f"Measuring at batch size {size}…"):
             wait_for_front_end()

@@ -17,6 +17,11 @@ number (the example CNN at 128: 177 ms measured, 147 ms by the ratio), at the co
 measurement, and on this VM the ratio's reference moves too (fresh measurements at 8 read 9.2,
 11.0, 13.4 and 14.7 ms within a minute, 128 read 130 and 160).
 
+On a CPU, a size whose predicted peak with the heap a process keeps beside its tensors would
+outgrow the RAM the kernel may still take is not measured (``outgrows``): nothing stops such a
+step but the kernel's death, with the notebook's state (in a container: its memory limit), and
+the drag reaches the RAM that was free when the profile began.
+
 Else ``not_joined`` says why, and the report stays as it was; also where the model measured is
 not the profile's (its parameters differ): a widget holds the providers it was made from
 (``request``), yet their code may build another model since, where a class or a function they
@@ -33,11 +38,44 @@ from typing import TYPE_CHECKING, Any
 from skyline_nb.export.units import format_bytes
 from skyline_nb.models.joined import NotJoined, with_time_sample
 from skyline_nb.models.performance import PerformanceModels
+from skyline_nb.profiler.cgroup import memory_headroom
+from skyline_nb.profiler.device import available_ram_bytes, reusable_heap_bytes
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.report import Report, Sample
 
 if TYPE_CHECKING:
     from skyline_nb.profiler.prepare import Measured
+
+
+# What a process needs over its tensors' peak: in a cgroup, a plain loop's usage rose 21–42 %
+# above its tracked peak (BENCHMARKS.md, session 47)
+HEAP = 1.5
+
+
+class WouldOutgrowMemory(Exception):
+    """A measurement not taken: its step would likely get the kernel killed (``outgrows``)."""
+
+
+def outgrows(report: Report | None, batch_size: int) -> str | None:
+    """Why measuring at ``batch_size`` on a CPU would likely outgrow the RAM this kernel may
+    still take (its container's limit less its usage, where one binds, and its heap's free
+    bytes, which a profile leaves behind and the next step reuses), or None."""
+    models = report.models if report is not None else None
+    if report is None or report.device.kind != "cpu" or models is None or models.memory is None:
+        return None
+    free, need = available_ram_bytes(), models.predict_peak_bytes(batch_size)
+    if free <= 0:  # unknown
+        return None
+    free += reusable_heap_bytes()
+    if HEAP * need <= free:
+        return None
+    where = ("its container's memory limit less its usage" if memory_headroom() is not None
+             else "the RAM free now") + ", and what its heap holds free"
+    return (f"measuring at batch size {batch_size} would likely need more than the "
+            f"{format_bytes(free)} this kernel may still take ({where}): its tensors alone are "
+            f"predicted to peak at {format_bytes(need)}, and a process keeps more beside them "
+            "(a loop's usage rose up to 42 % above its tracked peak). A process that outgrows "
+            "its memory is killed, with the notebook's state; measure at a smaller batch size")
 
 
 def measured(report: Report | None, result: Measured) -> tuple[Report | None, dict[str, Any]]:

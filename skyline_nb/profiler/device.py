@@ -11,6 +11,7 @@ CPU ``memory_budget`` by raising ``CPUOutOfMemoryError`` (a ``MemoryError``), th
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
 import time
@@ -296,6 +297,27 @@ def _free_ram_bytes() -> int:
         return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
         return 0
+
+
+class _MallInfo2(ctypes.Structure):
+    """glibc's ``struct mallinfo2`` (2.33+): ``fordblks`` is the heap's free bytes."""
+
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
+        "fordblks", "keepcost")]
+
+
+def reusable_heap_bytes() -> int:
+    """What this process's heap holds free (glibc's ``mallinfo2``), which its next steps reuse
+    before they ask the system for more: after a profile in a kernel, 107–139 MiB that the
+    RAM free (and a container's usage) counts as taken (BENCHMARKS.md, session 47); 0 where
+    unknown (another C library, an older glibc)."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (AttributeError, OSError):
+        return 0
+    mallinfo2.restype = _MallInfo2
+    return int(mallinfo2().fordblks)
 
 
 def resolve_device(device: Any = None, memory_budget: int | None = None) -> Device:

@@ -123,3 +123,16 @@ def test_samples_stay_within_half_the_ram_the_profile_began_with(monkeypatch) ->
     # a budget above the RAM bounds the predictions, not the samples: no kill for a budget
     above = device.resolve_device("cpu", memory_budget=4 * ram)
     assert (above.capacity_bytes(), above.sampling_capacity_bytes()) == (4 * ram, ram // 2)
+
+
+def test_the_heaps_free_bytes_are_what_a_process_freed_and_kept() -> None:
+    """Blocks under glibc's mmap threshold come from the heap; freeing every other one leaves
+    holes the heap keeps (no trim can return them), which the next steps reuse."""
+    if device.reusable_heap_bytes() == 0 and not hasattr(__import__("ctypes").CDLL(None),
+                                                         "mallinfo2"):
+        pytest.skip("no glibc mallinfo2 here")
+    blocks = [bytearray(64 << 10) for _ in range(320)]  # 20 MiB in 64 KiB blocks
+    before = device.reusable_heap_bytes()
+    del blocks[::2]
+    assert device.reusable_heap_bytes() - before >= 8 << 20
+    del blocks

@@ -109,3 +109,50 @@ def test_a_measurement_of_another_model_joins_nothing_and_says_so(report) -> Non
     assert value["not_joined"].startswith(
         "the model measured is not this profile's: its parameters hold 66.8 KiB in 4 tensors, "
         "the profile's 1.52 MiB in 6. ")
+
+
+def test_a_size_that_would_outgrow_the_ram_is_not_measured(report, monkeypatch) -> None:
+    """Nothing stops a CPU step that outgrows the kernel's memory but the kernel's death (in a
+    container, its limit): such a size is refused, with the numbers, before anything runs."""
+    import skyline_nb.measurement as measurement
+
+    size = 8 * max(s.batch_size for s in report.samples)
+    need = report.models.predict_peak_bytes(size)
+    monkeypatch.setattr(measurement, "memory_headroom", lambda: int(need))
+    monkeypatch.setattr(measurement, "available_ram_bytes", lambda: int(need))  # no heap room
+    monkeypatch.setattr(measurement, "reusable_heap_bytes", lambda: 0)
+    refusal = measurement.outgrows(report, size) or ""
+    assert refusal.startswith(f"measuring at batch size {size} would likely need more than the ")
+    assert ("(its container's memory limit less its usage, and what its heap holds free)"
+            in refusal)
+    assert refusal.endswith("measure at a smaller batch size")
+    monkeypatch.setattr(measurement, "reusable_heap_bytes", lambda: int(need))  # freed, kept
+    assert measurement.outgrows(report, size) is None
+    monkeypatch.setattr(measurement, "available_ram_bytes", lambda: 0)  # unknown: not refused
+    assert measurement.outgrows(report, size) is None
+    assert measurement.outgrows(replace(report, models=None), size) is None
+
+
+def test_the_widget_shows_the_refusal_and_runs_nothing(report, monkeypatch) -> None:
+    """The widget's "Measure at N" message: the refusal is its error, and no step ran."""
+    import skyline_nb.measurement as measurement
+    import skyline_nb.profiler.prepare as prepare
+    from skyline_nb.live import LiveProfile
+    from skyline_nb.request import ProfileRequest
+
+    def ran(*_args, **_kwargs):
+        raise AssertionError("measured")
+
+    monkeypatch.setattr(prepare, "measure_iteration", ran)
+    monkeypatch.setattr(measurement, "available_ram_bytes", lambda: 2 * report.peak_bytes)
+    monkeypatch.setattr(measurement, "reusable_heap_bytes", lambda: 0)
+    live = LiveProfile(ProfileRequest(find=lambda: PROVIDERS), None, ran)
+    try:
+        live.report = report
+        live.widget._handle_custom_msg({"kind": "measure", "batch_size": 1024}, [])
+        assert live.widget.error.startswith(
+            "WouldOutgrowMemory: measuring at batch size 1024 would likely need more than")
+        live.widget._handle_custom_msg({"kind": "measure", "batch_size": report.batch_size}, [])
+        assert live.widget.error.startswith("AssertionError: measured")  # it ran this time
+    finally:
+        live.widget.close()
