@@ -63,7 +63,7 @@ for n in [int(n) for n in os.environ.get("MEASURE", "").split()]:  # "Measure at
         m = measure_iteration(mp, ip, itp, n)
         print(f"measured at {n}: {m.peak_bytes / 2**20:.0f} MiB", flush=True)
     else:
-        print(f"not measured at {n}: {refusal[:60]}…", flush=True)
+        print(f"not measured at {n}: {refusal[:190]}…", flush=True)
 '''
 
 QUOTA_RUN = '''
