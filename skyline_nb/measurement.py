@@ -20,7 +20,8 @@ measurement, and on this VM the ratio's reference moves too (fresh measurements 
 On a CPU, a size whose predicted peak with the heap a process keeps beside its tensors would
 outgrow the RAM the kernel may still take is not measured (``outgrows``): nothing stops such a
 step but the kernel's death, with the notebook's state (in a container: its memory limit), and
-the drag reaches the RAM that was free when the profile began.
+the drag reaches the RAM that was free when the profile began, less that heap
+(``Device.step_capacity_bytes``), so it offers no size the same rule would refuse then.
 
 Else ``not_joined`` says why, and the report stays as it was; also where the model measured is
 not the profile's (its parameters differ): a widget holds the providers it was made from
@@ -39,17 +40,12 @@ from skyline_nb.export.units import format_bytes
 from skyline_nb.models.joined import NotJoined, with_time_sample
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.cgroup import memory_headroom
-from skyline_nb.profiler.device import available_ram_bytes, reusable_heap_bytes
+from skyline_nb.profiler.device import HEAP, available_ram_bytes, reusable_heap_bytes
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.report import Report, Sample
 
 if TYPE_CHECKING:
     from skyline_nb.profiler.prepare import Measured
-
-
-# What a process needs over its tensors' peak: in a cgroup, a plain loop's usage rose 21–42 %
-# above its tracked peak (BENCHMARKS.md, session 47)
-HEAP = 1.5
 
 
 class WouldOutgrowMemory(Exception):

@@ -183,6 +183,8 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     const text = [
       note ? `The prediction is ${note}${measure}.` : null,
       failed ? `The range ends here: your code raised at batch size ${formatInt(failed)} (see the notes).` : null,
+      live && predictor.ramEnd(batch) ? "The range ends here: a larger step would likely outgrow the RAM "
+        + "this kernel had free when the profile began (its tensors, and the heap a process keeps beside them)." : null,
     ].filter(Boolean).join(" ");
     setText(extrapolated, text);
     extrapolated.hidden = !text;

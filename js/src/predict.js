@@ -301,6 +301,15 @@ export class Predictor {
     return null;
   }
 
+  /** Whether batchSize is the end of the range that a CPU's RAM set: the capacity of a report
+   * without a memory bound is the RAM free when the profile began less the heap a process keeps
+   * beside its tensors (Device.step_capacity_bytes), where "Measure at N" would refuse. */
+  ramEnd(batchSize) {
+    const grows = this.memoryLines.length > 0 && this.memoryLines[this.memoryLines.length - 1].slope > 0;
+    return !this.memoryBound && grows && this.capacityBytes > 0
+      && batchSize === this.maxBatchSize() && batchSize === this.capacityLimit();
+  }
+
   /**
    * knee.knee_batch_size: the smallest integer x in [minBatchSize, top] with throughput(2x) <
    * (1 + g)·throughput(x). Between the points where x or 2x crosses a breakpoint, T(x) and T(2x)

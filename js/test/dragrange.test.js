@@ -3,6 +3,7 @@
 // models.fails_below and neither the pointer, the keys nor a stored selection go down to it.
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { dragBatch } from "../src/bars.js";
+import { Predictor } from "../src/predict.js";
 import { key, loadReport, mount, pointer, setRect } from "./helpers.js";
 
 let view;
@@ -50,19 +51,38 @@ describe("a size refused below the samples", () => {
       + "The range ends here: your code raised at batch size 8 (see the notes).");
   });
 
-  test("at the top that a refused size sets, the note says so too; one size in, it does not", () => {
+  const BEYOND = "The prediction is extrapolated beyond the measured 256.";
+
+  /** Report "small" as `change` leaves it, at the top of its range: [size, note], then one
+   * size in: its note. */
+  function atTheTop(change) {
     vi.useFakeTimers();
     const report = loadReport("small");
-    report.models.fails_at = 300; // the drag stops at 299 (8× the largest sample would be 2048)
+    change(report.models);
     delete report.models.max_batch_size;
+    view?.unmount();
     view = mount({ report });
     const bar = view.q("throughput-bar");
     key(bar, "End");
-    expect(predicted()).toBe(299);
-    expect(view.q("extrapolated").textContent).toBe("The prediction is extrapolated beyond the measured 256. "
-      + "The range ends here: your code raised at batch size 300 (see the notes).");
+    const top = [predicted(), view.q("extrapolated").textContent];
     key(bar, "ArrowDown");
-    expect(view.q("extrapolated").textContent).toBe("The prediction is extrapolated beyond the measured 256.");
+    return [...top, view.q("extrapolated").textContent];
+  }
+
+  test("at the top that a refused size sets, the note says so too; one size in, it does not", () => {
+    // the drag stops at 299 (8× the largest sample would be 2048)
+    expect(atTheTop((m) => { m.fails_at = 300; })).toEqual([299,
+      `${BEYOND} The range ends here: your code raised at batch size 300 (see the notes).`, BEYOND]);
+  });
+
+  test("at the top that a CPU's RAM sets, the note says the step would outgrow it", () => {
+    // a CPU without a budget (report "small"): its RAM bounds no bar
+    const capacity = (m) => { m.capacity_bytes = Math.ceil(new Predictor(m).predictPeakBytes(1000)); };
+    expect(atTheTop(capacity)).toEqual([1000, `${BEYOND} The range ends here: a larger step would likely `
+      + "outgrow the RAM this kernel had free when the profile began (its tensors, and the heap a process "
+      + "keeps beside them).", BEYOND]);
+    // a budget's end shows on the bar's scale instead
+    expect(atTheTop((m) => { capacity(m); m.memory_bound = true; })).toEqual([1000, BEYOND, BEYOND]);
   });
 
   test("Home and the arrows stop above it", () => {

@@ -17,7 +17,7 @@ predicted throughput there and at least every measured throughput. The throughpu
 where time per sample grows with the batch (a CPU past its caches): that is what a user gets.
 The range ends at the memory capacity when that is a real bound (``memory_bound``: GPU memory
 or a CPU budget the user gave; a CPU's free RAM is no bound a user means, but no range passes
-it either: a profile once offered 53.6 GiB on a machine with 22.4 GiB free) and at
+it, less a process's heap, either: a profile once offered 53.6 GiB with 22.4 GiB free) and at
 ``EXTRAPOLATION_LIMIT`` times the largest measured batch size (``FLAT_EXTRAPOLATION_LIMIT``
 when the time did not grow over the samples: "launch-bound up to at least N" says nothing of
 where it starts to grow), and below ``fails_at``, a batch size where the user's code raised;
@@ -297,7 +297,7 @@ class PerformanceModels:
 
         The smaller of: the largest batch whose predicted peak fits the capacity,
         ⌊curve⁻¹(capacity)⌋ (when ``memory_bound``, 1 when memory does not grow or the
-        capacity is unknown; otherwise, a CPU's free RAM, only where both are known),
+        capacity is unknown; otherwise, a CPU's free RAM less its heap, where both are known),
         ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a flat time) × the largest
         measured batch size, and the size below ``fails_at``.
         """

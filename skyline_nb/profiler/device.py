@@ -34,6 +34,11 @@ class CPUOutOfMemoryError(MemoryError):
         self.needed, self.stopped = needed, stopped
 
 
+# What a process needs over its tensors' peak: in a cgroup, a plain loop's usage rose 21–42 %
+# above its tracked peak (BENCHMARKS.md, session 47)
+HEAP = 1.5
+
+
 def cuda_oom_type() -> type[BaseException]:
     return getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
 
@@ -123,6 +128,15 @@ class Device:
             return int(self.memory_budget)
         return self._ram
 
+    def step_capacity_bytes(self) -> int:
+        """What one step's tensors may peak at, where the drag's range ends: the budget, else
+        the RAM the profile began with less what a process keeps beside its tensors
+        (``HEAP``). The RAM alone let the drag offer sizes that "Measure at N" then refused:
+        in a 600 MiB container, up to 22 where 16 was refused (BENCHMARKS.md, session 48)."""
+        if self.memory_budget is not None:
+            return int(self.memory_budget)
+        return int(self._ram / HEAP)
+
     def sampling_capacity_bytes(self) -> int:
         """What a sample's step may take, where the samples are chosen. Free RAM is no bound
         anything enforces: a process that outgrows its container's limit is killed, with the
@@ -189,6 +203,9 @@ class CudaDevice(Device):
 
     def sampling_capacity_bytes(self) -> int:
         """The device's memory: its allocator raises an out-of-memory, and sampling backs off."""
+        return self.capacity_bytes()
+
+    def step_capacity_bytes(self) -> int:
         return self.capacity_bytes()
 
     def capacity_bytes(self) -> int:

@@ -244,7 +244,7 @@ def fitted(
         for t in sampled.timings
     ]
     samples.sort(key=lambda s: s.batch_size)
-    capacity = dev.capacity_bytes()
+    capacity = dev.step_capacity_bytes()
     sizes, times = [s.batch_size for s in samples], [s.iteration_ms for s in samples]
     models = PerformanceModels.from_samples(
         sizes,

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from skyline_nb import measurement
 from skyline_nb.examples import mlp
+from skyline_nb.models.performance import EXTRAPOLATION_LIMIT
 from skyline_nb.profiler import device
 from skyline_nb.profiler.cgroup import cpu_quota, memory_headroom
 from skyline_nb.profiler.session import profile
@@ -116,6 +118,7 @@ def test_samples_stay_within_half_the_ram_the_profile_began_with(monkeypatch) ->
     monkeypatch.setattr(device, "available_ram_bytes", lambda: ram)
     report = profile(*providers, batch_size=32, device="cpu")
     assert report.device.capacity_bytes == ram
+    assert report.models is not None and report.models.capacity_bytes == int(ram / device.HEAP)
     assert max(s.batch_size for s in report.samples) < largest.batch_size
     assert all(s.peak_bytes <= ram // 2 for s in report.samples)
     assert report.models is not None and report.models.max_batch_size() > largest.batch_size
@@ -124,6 +127,27 @@ def test_samples_stay_within_half_the_ram_the_profile_began_with(monkeypatch) ->
     # a budget above the RAM bounds the predictions, not the samples: no kill for a budget
     above = device.resolve_device("cpu", memory_budget=4 * ram)
     assert (above.capacity_bytes(), above.sampling_capacity_bytes()) == (4 * ram, ram // 2)
+
+
+def test_the_drag_offers_no_size_that_measure_at_n_would_refuse(monkeypatch) -> None:
+    """The range ends where the step's tensors and the heap a process keeps beside them reach
+    the RAM free when the profile began: with the RAM as it was, "Measure at N" runs at its top
+    and refuses one past it. The RAM alone let a 600 MiB container's drag offer 22 where 16 was
+    refused (session 47)."""
+    free = profile(*providers, batch_size=32, device="cpu")
+    assert free.models is not None
+    largest = max(s.batch_size for s in free.samples)
+    ram = 2 * int(free.models.predict_peak_bytes(largest)) + (1 << 20)  # its half holds them all
+    monkeypatch.setattr(device, "available_ram_bytes", lambda: ram)
+    for name, value in (("available_ram_bytes", lambda: ram), ("reusable_heap_bytes", lambda: 0),
+                        ("memory_headroom", lambda: None)):
+        monkeypatch.setattr(measurement, name, value)
+    report = profile(*providers, batch_size=32, device="cpu")
+    assert report.models is not None and report.models.can_manipulate
+    top = report.models.max_batch_size()
+    assert largest < top < EXTRAPOLATION_LIMIT * largest  # the RAM ends the range
+    assert measurement.outgrows(report, top) is None
+    assert "would likely need more than" in (measurement.outgrows(report, top + 1) or "")
 
 
 def test_the_heaps_free_bytes_are_what_a_process_freed_and_kept() -> None:
