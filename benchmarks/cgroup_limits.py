@@ -7,8 +7,9 @@ profiles there.
 
 ``--memory-mib M``: each run profiles a convolution net whose step holds ~20 MiB a sample
 (at 8: 162 MiB tracked) and prints its exit status (137: the kernel's OOM killer), its
-capacity, its samples and the largest batch predicted to fit, then "Measure at N" for each
-``--measure`` N as the widget does (``measurement.outgrows`` may refuse it); ``--before`` runs
+capacity, its samples and the top of the drag's range, then "Measure at N" for each
+``--measure`` N as the widget does (``measurement.outgrows`` may refuse it), and with ``--top``
+at the drag's top and one past it; ``--before`` runs
 the same with the container's limit unread, samples allowed up to the whole capacity and every
 N measured, as before session 47. ``--cpu-quota C``: plain loops of the example CNN and LSTM
 at 16 (median and mean of 30 single iterations: a throttled process's steps are bimodal) and a
@@ -17,6 +18,7 @@ profile, at 2 threads and at one, each inside a C-CPU quota.
     sudo PYTHONPATH=$PWD python benchmarks/cgroup_limits.py --memory-mib 600 --runs 3
     sudo PYTHONPATH=$PWD python benchmarks/cgroup_limits.py --memory-mib 600 --runs 3 --before
     sudo PYTHONPATH=$PWD python benchmarks/cgroup_limits.py --memory-mib 600 --measure 11 16 22
+    sudo PYTHONPATH=$PWD python benchmarks/cgroup_limits.py --memory-mib 600 --runs 3 --top
     sudo PYTHONPATH=$PWD python benchmarks/cgroup_limits.py --cpu-quota 1
 """
 
@@ -54,10 +56,13 @@ def itp(model):
 r = skyline_nb.profile(mp, ip, itp)
 print(f"capacity {r.device.capacity_bytes / 2**20:.0f} MiB, samples (batch, MiB) "
       f"{[(s.batch_size, round(s.peak_bytes / 2**20)) for s in r.samples]}, "
-      f"largest batch that fits {r.models.max_batch_size()}", flush=True)
+      f"the drag reaches {r.models.max_batch_size()}", flush=True)
 from skyline_nb.measurement import outgrows
 from skyline_nb.profiler.prepare import measure_iteration
-for n in [int(n) for n in os.environ.get("MEASURE", "").split()]:  # "Measure at N", as the widget
+sizes = [int(n) for n in os.environ.get("MEASURE", "").split()]
+if os.environ.get("TOP"):  # the drag's top, and one past it
+    sizes += [r.models.max_batch_size(), r.models.max_batch_size() + 1]
+for n in sizes:  # "Measure at N", as the widget does
     refusal = None if os.environ.get("BEFORE") else outgrows(r, n)
     if refusal is None:
         m = measure_iteration(mp, ip, itp, n)
@@ -116,14 +121,16 @@ def main() -> None:
     parser.add_argument("--before", action="store_true")
     parser.add_argument("--measure", nargs="*", type=int, default=[],
                         help="after each profile, Measure at these batch sizes")
+    parser.add_argument("--top", action="store_true",
+                        help="after each profile, Measure at the drag's top and one past it")
     args = parser.parse_args()
     print(f"# {' '.join(sys.argv)}", flush=True)
     v2 = (ROOT / "cgroup.controllers").exists()
     if args.memory_mib:
         limit = str(args.memory_mib << 20)
         group = make_group("memory", {"memory.max" if v2 else "memory.limit_in_bytes": limit})
-        env = {"MEASURE": " ".join(map(str, args.measure)), **({"BEFORE": "1"} if args.before
-                                                                else {})}
+        env = {"MEASURE": " ".join(map(str, args.measure)),
+               **({"BEFORE": "1"} if args.before else {}), **({"TOP": "1"} if args.top else {})}
         for run in range(args.runs):
             rc, out = run_inside(group, MEMORY_RUN, env)
             print(f"run {run + 1}: exit {rc}{' (killed)' if rc in (-9, 137) else ''}: {out}",

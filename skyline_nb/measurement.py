@@ -20,8 +20,8 @@ measurement, and on this VM the ratio's reference moves too (fresh measurements 
 On a CPU, a size whose predicted peak with the heap a process keeps beside its tensors would
 outgrow the RAM the kernel may still take is not measured (``outgrows``): nothing stops such a
 step but the kernel's death, with the notebook's state (in a container: its memory limit), and
-the drag reaches the RAM that was free when the profile began, less that heap
-(``Device.step_capacity_bytes``), so it offers no size the same rule would refuse then.
+the drag reaches no further than the same rule allows right after the samples
+(``Device.step_capacity_bytes``), so it offers no size "Measure at N" would refuse then.
 
 Else ``not_joined`` says why, and the report stays as it was; also where the model measured is
 not the profile's (its parameters differ): a widget holds the providers it was made from

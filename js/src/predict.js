@@ -258,8 +258,9 @@ export class Predictor {
 
   /**
    * The top of the drag range, in [1, MAX_BATCH_SIZE]: the smallest of the largest batch whose
-   * predicted peak fits the capacity (when memory bounds it; else a CPU's free RAM, where the
-   * memory grows and the RAM is known), 8× the largest measured batch and the size below
+   * predicted peak fits the capacity (when memory bounds it; else a CPU's free RAM less its
+   * heap, where the memory grows and the RAM is known, never below the samples, which ran),
+   * 8× the largest measured batch and the size below
    * failsAt. Throws like Python without a memory line, even when a value was stored.
    */
   maxBatchSize() {
@@ -267,7 +268,11 @@ export class Predictor {
     if (this.storedMaxBatchSize !== null) return this.storedMaxBatchSize;
     const limits = [MAX_BATCH_SIZE];
     const grows = this.memoryLines[this.memoryLines.length - 1].slope > 0;
-    if (this.memoryBound || (grows && this.capacityBytes > 0)) limits.push(this.capacityLimit());
+    if (this.memoryBound || (grows && this.capacityBytes > 0)) {
+      const limit = this.capacityLimit(); // a CPU's RAM, read after the samples: not below them
+      const free = !this.memoryBound && this.measuredRange !== null;
+      limits.push(free ? Math.max(limit, this.measuredRange[1]) : limit);
+    }
     if (this.measuredRange !== null) {
       const reach = this.timeShape === "flat" ? FLAT_EXTRAPOLATION_LIMIT : EXTRAPOLATION_LIMIT;
       limits.push(reach * this.measuredRange[1]);
@@ -307,7 +312,7 @@ export class Predictor {
   ramEnd(batchSize) {
     const grows = this.memoryLines.length > 0 && this.memoryLines[this.memoryLines.length - 1].slope > 0;
     return !this.memoryBound && grows && this.capacityBytes > 0
-      && batchSize === this.maxBatchSize() && batchSize === this.capacityLimit();
+      && batchSize === this.maxBatchSize() && this.capacityLimit() <= batchSize;
   }
 
   /**

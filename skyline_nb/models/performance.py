@@ -196,10 +196,8 @@ class PerformanceModels:
     @property
     def asymptotic_throughput(self) -> float | None:
         """1000 / the steepest time slope: the throughput only an infinite batch reaches."""
-        if self.time is None or self.time.slope <= 0:
-            return None
-        value = 1000.0 / self.time.slope
-        return value if math.isfinite(value) else None
+        value = 1000.0 / self.time.slope if self.time is not None and self.time.slope > 0 else 0
+        return value if value and math.isfinite(value) else None
 
     # ---- predictions (mirrored in js/src) -------------------------------------------------
     def predict_iteration_ms(self, batch_size: float) -> float:
@@ -243,9 +241,8 @@ class PerformanceModels:
     @property
     def max_throughput_batch_size(self) -> float | None:
         """Where ``max_throughput`` is predicted: the first end of the drag range or breakpoint
-        whose throughput is the largest; None where a measured throughput is larger, or
-        dragging is off. The widget names it beside the value, and marks it extrapolated when it
-        lies beyond the measured sizes (an end at 8× the largest often does)."""
+        whose throughput is the largest; None where a measured throughput is larger, or dragging
+        is off. The widget names it, marked extrapolated beyond the measured sizes."""
         best = self._best_turn()
         measured = (self.measured_max_throughput or 0.0) * (1 - 1e-9)  # a tie is the curve's
         return best if best is not None and self.predict_throughput(best) >= measured else None
@@ -297,14 +294,17 @@ class PerformanceModels:
 
         The smaller of: the largest batch whose predicted peak fits the capacity,
         ⌊curve⁻¹(capacity)⌋ (when ``memory_bound``, 1 when memory does not grow or the
-        capacity is unknown; otherwise, a CPU's free RAM less its heap, where both are known),
+        capacity is unknown; otherwise, a CPU's free RAM less its heap, where both are known,
+        and never below the samples, which ran),
         ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a flat time) × the largest
         measured batch size, and the size below ``fails_at``.
         """
         memory = self._need(self.memory)
         limits = [MAX_BATCH_SIZE]
         if self.memory_bound or (memory.slope > 0 and self.capacity_bytes > 0):
-            limits.append(self._capacity_limit(memory))
+            limit = self._capacity_limit(memory)  # a CPU's RAM, read after them: not below them
+            free = not self.memory_bound and self.measured_range is not None
+            limits.append(max(limit, self.measured_range[1]) if free else limit)
         if self.measured_range is not None:
             flat = self.time is not None and self.time.shape == FLAT
             reach = FLAT_EXTRAPOLATION_LIMIT if flat else EXTRAPOLATION_LIMIT

@@ -129,13 +129,16 @@ class Device:
         return self._ram
 
     def step_capacity_bytes(self) -> int:
-        """What one step's tensors may peak at, where the drag's range ends: the budget, else
-        the RAM the profile began with less what a process keeps beside its tensors
-        (``HEAP``). The RAM alone let the drag offer sizes that "Measure at N" then refused:
-        in a 600 MiB container, up to 22 where 16 was refused (BENCHMARKS.md, session 48)."""
-        if self.memory_budget is not None:
-            return int(self.memory_budget)
-        return int(self._ram / HEAP)
+        """Where the drag's range ends on a CPU without a budget: what a step's tensors may
+        peak at, read after the samples, as "Measure at N" reads it (``measurement.outgrows``):
+        the RAM the process may take then (never more than when the profile began), with its
+        heap's free bytes, less what a process keeps beside its tensors (``HEAP``). The RAM
+        alone let the drag offer sizes that "Measure at N" refused: in a 400 MiB container a
+        GRU's drag reached 282, where 253 MiB were free before the profile and 121 after it,
+        with 32 MiB of free heap (BENCHMARKS.md, session 48)."""
+        free = available_ram_bytes()
+        room = self._ram if free <= 0 else min(self._ram, free + reusable_heap_bytes())
+        return int(room / HEAP)
 
     def sampling_capacity_bytes(self) -> int:
         """What a sample's step may take, where the samples are chosen. Free RAM is no bound
@@ -203,9 +206,6 @@ class CudaDevice(Device):
 
     def sampling_capacity_bytes(self) -> int:
         """The device's memory: its allocator raises an out-of-memory, and sampling backs off."""
-        return self.capacity_bytes()
-
-    def step_capacity_bytes(self) -> int:
         return self.capacity_bytes()
 
     def capacity_bytes(self) -> int:

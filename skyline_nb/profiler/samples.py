@@ -244,7 +244,11 @@ def fitted(
         for t in sampled.timings
     ]
     samples.sort(key=lambda s: s.batch_size)
-    capacity = dev.step_capacity_bytes()
+    # the machine's free RAM is no bound a user means; GPU memory or their budget is. Without
+    # one the range ends where "Measure at N" would refuse, never below a sample: they ran
+    bound = dev.kind == "cuda" or dev.memory_budget is not None
+    capacity = (dev.capacity_bytes() if bound
+                else max(dev.step_capacity_bytes(), max(s.peak_bytes for s in samples)))
     sizes, times = [s.batch_size for s in samples], [s.iteration_ms for s in samples]
     models = PerformanceModels.from_samples(
         sizes,
@@ -252,8 +256,7 @@ def fitted(
         [s.peak_bytes for s in samples],
         capacity,
         sampled.reason,
-        # the machine's free RAM is no bound a user means; GPU memory or their budget is
-        memory_bound=dev.kind == "cuda" or dev.memory_budget is not None,
+        memory_bound=bound,
         tolerance=sampled.tolerance,
         peak_phases=[s.peak_by_phase for s in samples],
         fails_at=fails_above(sampled.refused, first.batch_size),
