@@ -40,7 +40,7 @@ from skyline_nb.export.units import format_bytes
 from skyline_nb.models.joined import NotJoined, with_time_sample
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.profiler.cgroup import memory_headroom
-from skyline_nb.profiler.device import HEAP, available_ram_bytes, reusable_heap_bytes
+from skyline_nb.profiler.device import HEAP, available_ram_bytes, trim_heap
 from skyline_nb.profiler.timing import HEADLINE
 from skyline_nb.report import Report, Sample
 
@@ -54,19 +54,17 @@ class WouldOutgrowMemory(Exception):
 
 def outgrows(report: Report | None, batch_size: int) -> str | None:
     """Why measuring at ``batch_size`` on a CPU would likely outgrow the RAM this kernel may
-    still take (its container's limit less its usage, where one binds, and its heap's free
-    bytes, which a profile leaves behind and the next step reuses), or None."""
+    still take (its container's limit less its usage, where one binds), its heap's free pages
+    given back first (``trim_heap``: a larger step's tensors could not reuse them), or None."""
     models = report.models if report is not None else None
     if report is None or report.device.kind != "cpu" or models is None or models.memory is None:
         return None
+    trim_heap()
     free, need = available_ram_bytes(), models.predict_peak_bytes(batch_size)
-    if free <= 0:  # unknown
-        return None
-    free += reusable_heap_bytes()
-    if HEAP * need <= free:
+    if free <= 0 or HEAP * need <= free:  # unknown, or room enough
         return None
     where = ("its container's memory limit less its usage" if memory_headroom() is not None
-             else "the RAM free now") + ", and what its heap holds free"
+             else "the RAM free now")
     return (f"measuring at batch size {batch_size} would likely need more than the "
             f"{format_bytes(free)} this kernel may still take ({where}): its tensors alone are "
             f"predicted to peak at {format_bytes(need)}, and a process keeps more beside them "

@@ -11,6 +11,7 @@ CPU ``memory_budget`` by raising ``CPUOutOfMemoryError`` (a ``MemoryError``), th
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -116,6 +117,7 @@ class Device:
 
     def __post_init__(self) -> None:
         if self.kind == "cpu":
+            trim_heap()
             self._ram = available_ram_bytes()
 
     def capacity_bytes(self) -> int:
@@ -131,14 +133,14 @@ class Device:
     def step_capacity_bytes(self) -> int:
         """Where the drag's range ends on a CPU without a budget: what a step's tensors may
         peak at, read after the samples, as "Measure at N" reads it (``measurement.outgrows``):
-        the RAM the process may take then (never more than when the profile began), with its
-        heap's free bytes, less what a process keeps beside its tensors (``HEAP``). The RAM
-        alone let the drag offer sizes that "Measure at N" refused: in a 400 MiB container a
-        GRU's drag reached 282, where 253 MiB were free before the profile and 121 after it,
-        with 32 MiB of free heap (BENCHMARKS.md, session 48)."""
+        the RAM the process may take then, its heap trimmed (never more than when the profile
+        began), less what a process keeps beside its tensors (``HEAP``). The RAM when the
+        profile began let the drag offer sizes that "Measure at N" refused: in a 400 MiB
+        container a GRU's drag reached 282, where 253 MiB were free before the profile and 121
+        after it (BENCHMARKS.md, session 48)."""
+        trim_heap()
         free = available_ram_bytes()
-        room = self._ram if free <= 0 else min(self._ram, free + reusable_heap_bytes())
-        return int(room / HEAP)
+        return int((self._ram if free <= 0 else min(self._ram, free)) / HEAP)
 
     def sampling_capacity_bytes(self) -> int:
         """What a sample's step may take, where the samples are chosen. Free RAM is no bound
@@ -185,6 +187,7 @@ class Device:
         hold the failed iteration's tensors in cycles, and everything is collected.
         """
         gc.collect() if thorough else gc.collect(0)
+        trim_heap()  # what the process no longer uses goes back: a container counts it
 
 
 class CudaDevice(Device):
@@ -316,25 +319,17 @@ def _free_ram_bytes() -> int:
         return 0
 
 
-class _MallInfo2(ctypes.Structure):
-    """glibc's ``struct mallinfo2`` (2.33+): ``fordblks`` is the heap's free bytes."""
-
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
-
-
-def reusable_heap_bytes() -> int:
-    """What this process's heap holds free (glibc's ``mallinfo2``), which its next steps reuse
-    before they ask the system for more: after a profile in a kernel, 107–139 MiB that the
-    RAM free (and a container's usage) counts as taken (BENCHMARKS.md, session 47); 0 where
-    unknown (another C library, an older glibc)."""
-    try:
-        mallinfo2 = ctypes.CDLL(None).mallinfo2
-    except (AttributeError, OSError):
-        return 0
-    mallinfo2.restype = _MallInfo2
-    return int(mallinfo2().fordblks)
+def trim_heap() -> None:
+    """Give the pages the C heap holds free back to the system (glibc's ``malloc_trim``; a
+    no-op with another C library). A step's freed tensors stay in the heap, where a container
+    counts them as used and a larger step's tensors (mapped apart, above glibc's threshold)
+    cannot reuse them: in a 600 MiB container the example convolution net's profile held
+    108 MiB more before its samples than when it began, and was killed in 2 of 4 runs beside
+    0 of 4 when trimmed before each sample; "Measure at 12" after it, allowed as the heap's
+    free bytes were counted as room, rose by its tensors and was killed (BENCHMARKS.md,
+    session 48). It takes ~3 ms after a CNN's profile (61 MiB given back)."""
+    with contextlib.suppress(AttributeError, OSError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def resolve_device(device: Any = None, memory_budget: int | None = None) -> Device:

@@ -9,6 +9,7 @@ The files are written under a temporary folder laid out as ``/sys/fs/cgroup`` is
 from __future__ import annotations
 
 import ctypes
+import os
 from pathlib import Path
 
 import pytest
@@ -143,7 +144,6 @@ def test_the_drag_offers_no_size_that_measure_at_n_would_refuse(monkeypatch, lef
     readings = iter([ram])  # the first, when the profile begins; then what is left
     for module in (device, measurement):
         monkeypatch.setattr(module, "available_ram_bytes", lambda: next(readings, int(left * ram)))
-        monkeypatch.setattr(module, "reusable_heap_bytes", lambda: 0)
     monkeypatch.setattr(measurement, "memory_headroom", lambda: None)
     report = profile(*providers, batch_size=32, device="cpu")
     assert report.device.capacity_bytes == ram
@@ -156,13 +156,19 @@ def test_the_drag_offers_no_size_that_measure_at_n_would_refuse(monkeypatch, lef
     assert "would likely need more than" in (measurement.outgrows(report, top + 1) or "")
 
 
-def test_the_heaps_free_bytes_are_what_a_process_freed_and_kept() -> None:
+def test_the_heaps_free_pages_go_back_to_the_system() -> None:
     """Blocks under glibc's mmap threshold come from the heap; freeing every other one leaves
-    holes the heap keeps (no trim can return them), which the next steps reuse."""
-    if not hasattr(ctypes.CDLL(None), "mallinfo2"):
-        pytest.skip("no glibc mallinfo2 here")
-    blocks = [bytearray(64 << 10) for _ in range(320)]  # 20 MiB in 64 KiB blocks
-    before = device.reusable_heap_bytes()
+    holes the heap keeps, and the process's resident memory with them, until it is trimmed
+    (``device.trim_heap``): what a container counts as used falls by them."""
+    if not hasattr(ctypes.CDLL(None), "malloc_trim"):
+        pytest.skip("no glibc malloc_trim here")
+
+    def resident() -> int:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    blocks = [bytearray(64 << 10) for _ in range(640)]  # 40 MiB in 64 KiB blocks, touched
     del blocks[::2]
-    assert device.reusable_heap_bytes() - before >= 8 << 20
+    before = resident()
+    device.trim_heap()
+    assert before - resident() >= 16 << 20
     del blocks

@@ -12,6 +12,7 @@ import torch
 import skyline_nb
 from skyline_nb.examples import mlp
 from skyline_nb.measurement import measured
+from skyline_nb.profiler.device import HEAP
 from skyline_nb.profiler.prepare import Measured, measure_iteration
 from skyline_nb.report_checks import impossible_values
 
@@ -120,13 +121,11 @@ def test_a_size_that_would_outgrow_the_ram_is_not_measured(report, monkeypatch) 
     need = report.models.predict_peak_bytes(size)
     monkeypatch.setattr(measurement, "memory_headroom", lambda: int(need))
     monkeypatch.setattr(measurement, "available_ram_bytes", lambda: int(need))  # no heap room
-    monkeypatch.setattr(measurement, "reusable_heap_bytes", lambda: 0)
     refusal = measurement.outgrows(report, size) or ""
     assert refusal.startswith(f"measuring at batch size {size} would likely need more than the ")
-    assert ("(its container's memory limit less its usage, and what its heap holds free)"
-            in refusal)
+    assert "may still take (its container's memory limit less its usage): " in refusal
     assert refusal.endswith("measure at a smaller batch size")
-    monkeypatch.setattr(measurement, "reusable_heap_bytes", lambda: int(need))  # freed, kept
+    monkeypatch.setattr(measurement, "available_ram_bytes", lambda: int(HEAP * need))
     assert measurement.outgrows(report, size) is None
     monkeypatch.setattr(measurement, "available_ram_bytes", lambda: 0)  # unknown: not refused
     assert measurement.outgrows(report, size) is None
@@ -145,7 +144,6 @@ def test_the_widget_shows_the_refusal_and_runs_nothing(report, monkeypatch) -> N
 
     monkeypatch.setattr(prepare, "measure_iteration", ran)
     monkeypatch.setattr(measurement, "available_ram_bytes", lambda: 2 * report.peak_bytes)
-    monkeypatch.setattr(measurement, "reusable_heap_bytes", lambda: 0)
     live = LiveProfile(ProfileRequest(find=lambda: PROVIDERS), None, ran)
     try:
         live.report = report
