@@ -184,7 +184,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       note ? `The prediction is ${note}${measure}.` : null,
       failed ? `The range ends here: your code raised at batch size ${formatInt(failed)} (see the notes).` : null,
       live && predictor.ramEnd(batch) ? "The range ends here: a larger step would likely outgrow the RAM "
-        + "this kernel had free when the profile began (its tensors, and the heap a process keeps beside them)." : null,
+        + "this kernel had free after its profile (its tensors, and the heap a process keeps beside them)." : null,
     ].filter(Boolean).join(" ");
     setText(extrapolated, text);
     extrapolated.hidden = !text;

@@ -307,8 +307,8 @@ export class Predictor {
   }
 
   /** Whether batchSize is the end of the range that a CPU's RAM set: the capacity of a report
-   * without a memory bound is the RAM free when the profile began less the heap a process keeps
-   * beside its tensors (Device.step_capacity_bytes), where "Measure at N" would refuse. */
+   * without a memory bound is the RAM free after its samples over the heap a process keeps
+   * beside its tensors (Device.step_capacity_bytes), where "Measure at N" would then refuse. */
   ramEnd(batchSize) {
     const grows = this.memoryLines.length > 0 && this.memoryLines[this.memoryLines.length - 1].slope > 0;
     return !this.memoryBound && grows && this.capacityBytes > 0

@@ -79,7 +79,7 @@ describe("a size refused below the samples", () => {
     // a CPU without a budget (report "small"): its RAM bounds no bar
     const capacity = (m) => { m.capacity_bytes = Math.ceil(new Predictor(m).predictPeakBytes(1000)); };
     expect(atTheTop(capacity)).toEqual([1000, `${BEYOND} The range ends here: a larger step would likely `
-      + "outgrow the RAM this kernel had free when the profile began (its tensors, and the heap a process "
+      + "outgrow the RAM this kernel had free after its profile (its tensors, and the heap a process "
       + "keeps beside them).", BEYOND]);
     // a budget's end shows on the bar's scale instead
     expect(atTheTop((m) => { capacity(m); m.memory_bound = true; })).toEqual([1000, BEYOND, BEYOND]);
