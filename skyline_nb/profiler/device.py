@@ -38,6 +38,10 @@ class CPUOutOfMemoryError(MemoryError):
 # What a process needs over its tensors' peak: in a cgroup, a plain loop's usage rose 21–42 %
 # above its tracked peak (BENCHMARKS.md, session 47)
 HEAP = 1.5
+# The share of that RAM the drag's range ends at: the kernel takes a little more before a
+# click on "Measure at N" reads it again (a GRU's, in a 400 MiB container: the range's end,
+# 1.5 × its peak, needed 166.5 MiB, and 165 were left at the click; BENCHMARKS.md, session 48)
+RANGE_SHARE = 0.9
 
 
 def cuda_oom_type() -> type[BaseException]:
@@ -134,13 +138,13 @@ class Device:
         """Where the drag's range ends on a CPU without a budget: what a step's tensors may
         peak at, read after the samples, as "Measure at N" reads it (``measurement.outgrows``):
         the RAM the process may take then, its heap trimmed (never more than when the profile
-        began), less what a process keeps beside its tensors (``HEAP``). The RAM when the
-        profile began let the drag offer sizes that "Measure at N" refused: in a 400 MiB
-        container a GRU's drag reached 282, where 253 MiB were free before the profile and 121
-        after it (BENCHMARKS.md, session 48)."""
+        began; ``RANGE_SHARE`` of it), less what a process keeps beside its tensors (``HEAP``).
+        The RAM when the profile began let the drag offer sizes that "Measure at N" refused:
+        in a 400 MiB container a GRU's drag reached 282, where 253 MiB were free before the
+        profile and 121 after it (BENCHMARKS.md, session 48)."""
         trim_heap()
         free = available_ram_bytes()
-        return int((self._ram if free <= 0 else min(self._ram, free)) / HEAP)
+        return int(RANGE_SHARE * (self._ram if free <= 0 else min(self._ram, free)) / HEAP)
 
     def sampling_capacity_bytes(self) -> int:
         """What a sample's step may take, where the samples are chosen. Free RAM is no bound
