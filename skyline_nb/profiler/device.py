@@ -42,6 +42,9 @@ HEAP = 1.5
 # click on "Measure at N" reads it again (a GRU's, in a 400 MiB container: the range's end,
 # 1.5 × its peak, needed 166.5 MiB, and 165 were left at the click; BENCHMARKS.md, session 48)
 RANGE_SHARE = 0.9
+# Before a sample, the heap is trimmed where the RAM free is below this many times its step's
+# tensors (``Device.make_room``)
+ROOM = 4
 
 
 def cuda_oom_type() -> type[BaseException]:
@@ -146,6 +149,15 @@ class Device:
         free = available_ram_bytes()
         return int(RANGE_SHARE * (self._ram if free <= 0 else min(self._ram, free)) / HEAP)
 
+    def make_room(self, need_bytes: float) -> None:
+        """Before a step of about ``need_bytes`` where the RAM is tight (less than ``ROOM`` ×
+        that free): the heap's free pages go back (``trim_heap``), which a container counts as
+        used. Not where the RAM is plenty: the next steps fault them in again, which raised
+        the example CNN's profile from 27.7 to 31.7 of its iterations at 16, the LSTM's from
+        30.9 to 33.4 (medians of 10 interleaved pairs; BENCHMARKS.md, session 48)."""
+        if available_ram_bytes() < ROOM * need_bytes:
+            trim_heap()
+
     def sampling_capacity_bytes(self) -> int:
         """What a sample's step may take, where the samples are chosen. Free RAM is no bound
         anything enforces: a process that outgrows its container's limit is killed, with the
@@ -214,6 +226,9 @@ class CudaDevice(Device):
     def sampling_capacity_bytes(self) -> int:
         """The device's memory: its allocator raises an out-of-memory, and sampling backs off."""
         return self.capacity_bytes()
+
+    def make_room(self, need_bytes: float) -> None:
+        """Nothing: a step's tensors are the device's, not the host's heap."""
 
     def capacity_bytes(self) -> int:
         """Total device memory (``mem_get_info``), or the budget when smaller."""

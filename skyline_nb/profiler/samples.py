@@ -18,7 +18,7 @@ from skyline_nb.export.units import format_ms
 from skyline_nb.models.curve import BEND, FLAT, TOLERANCE
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.models.trust import MAX_FLAT_SPREAD, spread
-from skyline_nb.profiler.device import Device, trim_heap
+from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.errors import ProviderError
 from skyline_nb.profiler.iteration import IterationResult, SampleTiming, WarmTrial
 from skyline_nb.profiler.memory_run import OTHER_ROUNDING
@@ -117,7 +117,7 @@ def sample_sizes(
         try:
             # the widget scales by the two largest: a size above every one measured, not a
             # half between them (a tracked peak costs about one of the user's iterations)
-            trim_heap()  # the last size's freed memory: a container counts it (``trim_heap``)
+            dev.make_room(first.peak_bytes * max(1.0, n / user))  # where the RAM is tight
             peak = warm.peak_at(n, categorize=n > max([user, *timings]))
             timings[n] = warm.time_at(n, precision)
         except ProviderError as exc:  # their batch ran: the profile stands, the size does not
@@ -128,7 +128,8 @@ def sample_sizes(
 
     def retime(n: int, expected_ms: float | None) -> float:
         reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user, timed=True)
-        trim_heap()  # in a 600 MiB container, 11 timed again after 4 rose to 510–594 MiB
+        # in a 600 MiB container, 11 timed again after 4 rose to 510–594 MiB, 441 trimmed
+        dev.make_room(first.peak_bytes * max(1.0, n / user))
         if n == user:  # beside the samples; the headline stays (``sample_plan._rebase``)
             return warm.time_users_batch(precision).ratio * first.iteration_ms
         expected = None if expected_ms is None else expected_ms / first.iteration_ms
