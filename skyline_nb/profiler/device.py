@@ -342,11 +342,11 @@ def trim_heap() -> None:
     """Give the pages the C heap holds free back to the system (glibc's ``malloc_trim``; a
     no-op with another C library). A step's freed tensors stay in the heap, where a container
     counts them as used and a larger step's tensors (mapped apart, above glibc's threshold)
-    cannot reuse them: in a 600 MiB container the example convolution net's profile held
-    108 MiB more before its samples than when it began, and was killed in 2 of 4 runs beside
-    0 of 4 when trimmed before each sample; "Measure at 12" after it, allowed as the heap's
-    free bytes were counted as room, rose by its tensors and was killed (BENCHMARKS.md,
-    session 48). It takes ~3 ms after a CNN's profile (61 MiB given back)."""
+    cannot reuse them: in a 600 MiB container the example convolution net's profile rose to
+    510–594 MiB timing 11 again after 4 (441 trimmed), and was killed in 1 of 7 runs;
+    "Measure at 12" after it, allowed as the heap's 151 MiB free were counted as room, rose by
+    its 242 MiB of tensors and was killed in 1 of 6; 0 of 11 trimmed (BENCHMARKS.md, session
+    48). It takes ~3 ms after a CNN's profile (61 MiB given back)."""
     with contextlib.suppress(AttributeError, OSError):
         ctypes.CDLL(None).malloc_trim(0)
 
