@@ -123,8 +123,7 @@ class Device:
         return platform.processor() or platform.machine() or "cpu"
 
     def __post_init__(self) -> None:
-        if self.kind == "cpu":
-            trim_heap()
+        if self.kind == "cpu":  # untrimmed: the level-1 steps after it would fault
             self._ram = available_ram_bytes()
 
     def capacity_bytes(self) -> int:
