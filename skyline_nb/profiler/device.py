@@ -344,7 +344,7 @@ def trim_heap() -> None:
     cannot reuse them: in a 600 MiB container the example convolution net's profile rose to
     510–594 MiB timing 11 again after 4 (441 trimmed), and was killed in 1 of 7 runs;
     "Measure at 12" after it, allowed as the heap's 151 MiB free were counted as room, rose by
-    its 242 MiB of tensors and was killed in 1 of 6; 0 of 11 trimmed (BENCHMARKS.md, session
+    its 242 MiB of tensors and was killed in 1 of 6; none of 16 runs since (BENCHMARKS.md, session
     48). It takes ~3 ms after a CNN's profile (61 MiB given back)."""
     with contextlib.suppress(AttributeError, OSError):
         ctypes.CDLL(None).malloc_trim(0)
