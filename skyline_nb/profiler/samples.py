@@ -248,10 +248,9 @@ def fitted(
     ]
     samples.sort(key=lambda s: s.batch_size)
     # the machine's free RAM is no bound a user means; GPU memory or their budget is. Without
-    # one the range ends where "Measure at N" would refuse, never below a sample: they ran
+    # one the range ends where "Measure at N" would refuse (never below a sample: the models')
     bound = dev.kind == "cuda" or dev.memory_budget is not None
-    capacity = (dev.capacity_bytes() if bound
-                else max(dev.step_capacity_bytes(), max(s.peak_bytes for s in samples)))
+    capacity = dev.capacity_bytes() if bound else dev.step_capacity_bytes()
     sizes, times = [s.batch_size for s in samples], [s.iteration_ms for s in samples]
     models = PerformanceModels.from_samples(
         sizes,

@@ -17,7 +17,7 @@ import pytest
 
 from skyline_nb import measurement
 from skyline_nb.examples import mlp
-from skyline_nb.models.performance import EXTRAPOLATION_LIMIT
+from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, FLAT_EXTRAPOLATION_LIMIT
 from skyline_nb.profiler import device
 from skyline_nb.profiler.cgroup import cpu_quota, memory_headroom
 from skyline_nb.profiler.session import profile
@@ -192,3 +192,14 @@ def test_the_heap_is_trimmed_before_a_step_only_where_the_ram_is_tight(monkeypat
     assert trims == [1]
     device.CudaDevice.make_room(cpu, 1 << 30)  # nothing, whatever the RAM
     assert trims == [1]
+
+
+def test_a_ram_that_cannot_be_read_ends_no_range(monkeypatch) -> None:
+    """Where the RAM free is unknown (0: another system), the samples' reach alone ends the
+    drag's range, not the largest sample."""
+    monkeypatch.setattr(device, "available_ram_bytes", lambda: 0)
+    report = profile(*providers, batch_size=32, device="cpu")
+    assert report.models is not None and report.models.memory is not None
+    largest = max(s.batch_size for s in report.samples)
+    reach = FLAT_EXTRAPOLATION_LIMIT if report.models.time.shape == "flat" else EXTRAPOLATION_LIMIT
+    assert report.models.max_batch_size() == reach * largest
