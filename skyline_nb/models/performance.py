@@ -196,8 +196,10 @@ class PerformanceModels:
     @property
     def asymptotic_throughput(self) -> float | None:
         """1000 / the steepest time slope: the throughput only an infinite batch reaches."""
-        value = 1000.0 / self.time.slope if self.time is not None and self.time.slope > 0 else 0
-        return value if value and math.isfinite(value) else None
+        if self.time is None or self.time.slope <= 0:
+            return None
+        value = 1000.0 / self.time.slope
+        return value if math.isfinite(value) else None
 
     # ---- predictions (mirrored in js/src) -------------------------------------------------
     def predict_iteration_ms(self, batch_size: float) -> float:
@@ -292,19 +294,17 @@ class PerformanceModels:
     def max_batch_size(self) -> int:
         """The top of the drag range, in [1, MAX_BATCH_SIZE].
 
-        The smaller of: the largest batch whose predicted peak fits the capacity,
-        ⌊curve⁻¹(capacity)⌋ (when ``memory_bound``, 1 when memory does not grow or the
-        capacity is unknown; otherwise, a CPU's free RAM less its heap, where both are known,
-        and never below the samples, which ran),
+        The smaller of: ⌊curve⁻¹(capacity)⌋, the largest batch whose predicted peak fits the
+        capacity (when ``memory_bound``, 1 when memory does not grow or the capacity is
+        unknown; else a CPU's free RAM less its heap, where known, never below the samples),
         ``EXTRAPOLATION_LIMIT`` (``FLAT_EXTRAPOLATION_LIMIT`` for a flat time) × the largest
         measured batch size, and the size below ``fails_at``.
         """
         memory = self._need(self.memory)
         limits = [MAX_BATCH_SIZE]
         if self.memory_bound or (memory.slope > 0 and self.capacity_bytes > 0):
-            limit = self._capacity_limit(memory)  # a CPU's RAM, read after them: not below them
-            free = not self.memory_bound and self.measured_range is not None
-            limits.append(max(limit, self.measured_range[1]) if free else limit)
+            low = self.measured_range[1] if self.measured_range and not self.memory_bound else 1
+            limits.append(max(self._capacity_limit(memory), low))
         if self.measured_range is not None:
             flat = self.time is not None and self.time.shape == FLAT
             reach = FLAT_EXTRAPOLATION_LIMIT if flat else EXTRAPOLATION_LIMIT

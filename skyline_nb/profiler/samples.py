@@ -108,16 +108,22 @@ def sample_sizes(
     policy = CUDA_SAMPLING if dev.kind == "cuda" else CPU_SAMPLING
     precision = policy.precision
 
+    def make_room(n: int) -> None:
+        """Where the RAM is tight, the heap's free pages go back before a step at n (its
+        tensors about the user's × n / user): in a 600 MiB container, 11 timed again after 4
+        rose to 510–594 MiB, 441 trimmed."""
+        dev.make_room(first.peak_bytes * max(1.0, n / user))
+
     def measure(n: int) -> tuple[int, float]:
         known = {user: first.iteration_ms,
                  **{m: t.ratio * first.iteration_ms for m, t in timings.items()}}
         untimed_ms = peak_window_ms(first.iteration_ms, expected_ms(known, n))
         reporter.stage(f"measuring batch size {n}", 2 + 3 * n / user,
                        timed=not covers(untimed_ms))
+        make_room(n)
         try:
             # the widget scales by the two largest: a size above every one measured, not a
             # half between them (a tracked peak costs about one of the user's iterations)
-            dev.make_room(first.peak_bytes * max(1.0, n / user))  # where the RAM is tight
             peak = warm.peak_at(n, categorize=n > max([user, *timings]))
             timings[n] = warm.time_at(n, precision)
         except ProviderError as exc:  # their batch ran: the profile stands, the size does not
@@ -128,8 +134,7 @@ def sample_sizes(
 
     def retime(n: int, expected_ms: float | None) -> float:
         reporter.stage(f"timing batch size {n} again", 1 + 3 * n / user, timed=True)
-        # in a 600 MiB container, 11 timed again after 4 rose to 510–594 MiB, 441 trimmed
-        dev.make_room(first.peak_bytes * max(1.0, n / user))
+        make_room(n)
         if n == user:  # beside the samples; the headline stays (``sample_plan._rebase``)
             return warm.time_users_batch(precision).ratio * first.iteration_ms
         expected = None if expected_ms is None else expected_ms / first.iteration_ms
