@@ -229,12 +229,15 @@ class CudaDevice(Device):
     def make_room(self, need_bytes: float) -> None:
         """Nothing: a step's tensors are the device's, not the host's heap."""
 
+    def __post_init__(self) -> None:
+        self._room = gpu_room_bytes(self.torch_device)
+
     def capacity_bytes(self) -> int:
-        """Total device memory (``mem_get_info``), or the budget when smaller."""
-        _free, total = torch.cuda.mem_get_info(self.torch_device)
+        """The device memory this process could give the profile's steps when it began
+        (``gpu_room_bytes``), or the budget when smaller."""
         if self.memory_budget is not None:
-            return min(int(total), int(self.memory_budget))
-        return int(total)
+            return min(self._room, int(self.memory_budget))
+        return self._room
 
     def timer(self) -> Timer:
         with torch.cuda.device(self.torch_device):
@@ -312,6 +315,18 @@ class CudaDevice(Device):
 # +1.26 % from the curve through the profile's samples in allocated bytes, and by 0.01 % in
 # requested bytes (BENCHMARKS.md, "CUDA, H200"). The CPU allocator reports requested sizes too.
 _REQUESTED = "requested_bytes.all"
+
+
+def gpu_room_bytes(device: torch.device) -> int:
+    """What the steps on ``device`` may take: the memory its driver has free (``mem_get_info``:
+    other processes' memory and this process's CUDA context are out of it already), plus what
+    this process's caching allocator holds without handing it out, less what it hands out
+    (the user's own tensors, alive beside the steps: a profile's peaks count above them). The
+    device's total, used until session 49, offered batch sizes that cannot fit on a GPU that
+    another kernel shares, and counted its context (~0.5 GiB) as room."""
+    free, _total = torch.cuda.mem_get_info(device)
+    return max(0, int(free) + int(torch.cuda.memory_reserved(device))
+               - int(torch.cuda.memory_allocated(device)))
 
 
 def available_ram_bytes() -> int:

@@ -202,7 +202,8 @@ def _not_fitting(dev: Device, size: int, exc: BaseException) -> StartingBatchOOM
             f"{dev.capacity_bytes()} bytes{needs}; try {smaller}a larger memory budget")
     return StartingBatchOOMError(
         f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
-        f"({dev.capacity_bytes()} bytes): {exc}; try a smaller batch size")
+        f"({dev.capacity_bytes()} bytes free for this kernel when the profile began): {exc}; "
+        "try a smaller batch size")
 
 
 class Unsettled(NamedTuple):

@@ -51,6 +51,17 @@ def test_cnn_report_on_cuda():
     assert report.tree.total_ms == pytest.approx(report.iteration_ms)
 
 
+def test_the_capacity_is_the_room_this_kernel_has_not_the_total():
+    """The drag's end on a GPU (``device.gpu_room_bytes``): tensors the user holds, and what
+    other processes hold, are not room; the device's total was (sessions 11–48)."""
+    total = torch.cuda.mem_get_info()[1]
+    alone = run(mlp, batch_size=32).device.capacity_bytes
+    held = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")  # a user's 1 GiB, alive
+    beside = run(mlp, batch_size=32).device.capacity_bytes
+    del held
+    assert alone < total and abs((alone - beside) - (1 << 30)) <= 64 << 20
+
+
 def test_transformer_backward_linked_on_cuda():
     report = run(transformer, batch_size=16)
     root = report.tree
