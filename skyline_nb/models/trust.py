@@ -63,6 +63,12 @@ MAX_NOISY_FLAT_SPREAD = 0.20
 # How far below the line through the larger sizes the smallest may lie and be joined to it by
 # a straight piece (``_steep_start``): a CPU's tiny MLP read 1.31–1.32× below at ¼×.
 MAX_STEEP_FACTOR = 1.5
+# The last of a refused curve's reasons: what the user can do. Quiet 2-core profiles of users'
+# models from 8 were refused in 4 of 20 (ten models), where plain loops' blocks of 7 steps at
+# one size moved from 22.8 to 37.1 ms within a minute (t5 at 4; BENCHMARKS.md, session 49).
+AGAIN = ("the machine's pace may have changed while the sizes were timed (other programs, or "
+         "the host's own), or the step's time depends on more than its batch size: profile "
+         "again when the machine is quieter")
 
 
 def fit_time(
@@ -82,7 +88,7 @@ def fit_time(
         steep = _steep_start(xs, ts, tolerance)
         if steep is not None:
             return steep, []
-    return curve, problems
+    return curve, [*problems, AGAIN] if problems else []
 
 
 def spread(curve: Curve, xs: Sequence[float], ts: Sequence[float]) -> float:

@@ -13,7 +13,7 @@ import pytest
 from skyline_nb.export.units import format_ms
 from skyline_nb.models.fit import LinearFit
 from skyline_nb.models.performance import EXTRAPOLATION_LIMIT, PerformanceModels
-from skyline_nb.models.trust import MIN_R2, fit_time
+from skyline_nb.models.trust import AGAIN, MIN_R2, fit_time
 from skyline_nb.profiler.samples import noise_warning, steep_start_warning
 
 GIB = 1 << 30
@@ -43,6 +43,7 @@ def test_untrustworthy_times_turn_dragging_off_and_say_why(times: list[float], w
     models = fitted(times)
     assert not models.can_manipulate
     assert words in models.reason
+    assert models.reason.endswith(f"; {AGAIN}")  # and what to do: profile again
     assert models.max_throughput is None  # nothing untrusted reaches the header
 
 
