@@ -39,6 +39,8 @@ const TICK_FONT_PX = 10;
 const CHAR_WIDTH = 0.6;
 const LABEL_GAP_PX = 4;
 const MAX_Y_TICKS = 4;
+// Without a curve to draw: the reason, and what to do, is said once, under the bars above
+export const NO_CURVE = "No fitted curve: dragging is off, for the reason under the bars above";
 const PAD = 0.06; // of each axis' log span, so edge points and their rings stay inside
 
 const METRICS = [
@@ -313,7 +315,7 @@ export function createSamplesPlot({ report, predictor }) {
       h("span", { class: "sk-samples-note", data: { skyline: "samples-note" }, text: noteParts.join(" \u00b7 ") }),
     ]),
     h("div", { class: "sk-samples-legend" }, keys),
-    live ? null : h("div", { class: "sk-samples-reason", data: { skyline: "samples-reason" }, text: `No fitted curve: ${predictor?.reason || "no performance model"}` }),
+    live ? null : h("div", { class: "sk-samples-reason", data: { skyline: "samples-reason" }, text: NO_CURVE }),
     h("div", { class: "sk-samples-panels" }, panels.map((p) => p.el)),
   ]);
 
