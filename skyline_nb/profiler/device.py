@@ -101,8 +101,9 @@ class Device:
 
     torch_device: torch.device
     memory_budget: int | None = None
-    # The RAM available when the profile began (``capacity_bytes``)
-    _ram: int = field(default=0, init=False, repr=False)
+    # What this process could take when the profile began (``capacity_bytes``): the RAM
+    # available on a CPU, the room on a GPU (``gpu_room_bytes``)
+    _free: int = field(default=0, init=False, repr=False)
 
     kind = "cpu"
     # Iterations a timed chunk holds at least (``timing.time_steps``): one on a CPU, which
@@ -123,8 +124,7 @@ class Device:
         return platform.processor() or platform.machine() or "cpu"
 
     def __post_init__(self) -> None:
-        if self.kind == "cpu":  # untrimmed: the level-1 steps after it would fault
-            self._ram = available_ram_bytes()
+        self._free = available_ram_bytes()  # untrimmed: the level-1 steps after it would fault
 
     def capacity_bytes(self) -> int:
         """The user's ``memory_budget`` when given, else the RAM available when the profile
@@ -134,7 +134,7 @@ class Device:
         largest batch that fits 11 beside a sample measured at 16 (BENCHMARKS.md, session 47)."""
         if self.memory_budget is not None:
             return int(self.memory_budget)
-        return self._ram
+        return self._free
 
     def step_capacity_bytes(self) -> int:
         """Where the drag's range ends on a CPU without a budget: what a step's tensors may
@@ -146,7 +146,7 @@ class Device:
         profile and 121 after it (BENCHMARKS.md, session 48)."""
         trim_heap()
         free = available_ram_bytes()
-        return int(RANGE_SHARE * (self._ram if free <= 0 else min(self._ram, free)) / HEAP)
+        return int(RANGE_SHARE * (self._free if free <= 0 else min(self._free, free)) / HEAP)
 
     def make_room(self, need_bytes: float) -> None:
         """Before a step of about ``need_bytes`` where the RAM is tight (less than ``ROOM`` ×
@@ -166,7 +166,7 @@ class Device:
         largest sample 1.5–2.2× (BENCHMARKS.md, session 47). So samples stay within half the
         RAM the profile began with, and within a budget (which an iteration of more tensors
         fails like an out-of-memory); the predictions still reach the whole capacity."""
-        half = self._ram // 2
+        half = self._free // 2
         if self.memory_budget is None:
             return half
         return int(self.memory_budget) if half <= 0 else min(int(self.memory_budget), half)
@@ -230,14 +230,14 @@ class CudaDevice(Device):
         """Nothing: a step's tensors are the device's, not the host's heap."""
 
     def __post_init__(self) -> None:
-        self._room = gpu_room_bytes(self.torch_device)
+        self._free = gpu_room_bytes(self.torch_device)
 
     def capacity_bytes(self) -> int:
         """The device memory this process could give the profile's steps when it began
         (``gpu_room_bytes``), or the budget when smaller."""
         if self.memory_budget is not None:
-            return min(self._room, int(self.memory_budget))
-        return self._room
+            return min(self._free, int(self.memory_budget))
+        return self._free
 
     def timer(self) -> Timer:
         with torch.cuda.device(self.torch_device):
