@@ -36,7 +36,7 @@ from skyline_nb.profiler.iteration import (
     WarmTrial,
     measure_level1,
 )
-from skyline_nb.profiler.level2 import UNTRACKED_TOLERANCE, reconciled_op_times
+from skyline_nb.profiler.level2 import NOTED_EXCESS, UNTRACKED_TOLERANCE, reconciled_op_times
 from skyline_nb.profiler.memory import (
     ParameterOrigins,
     tensor_bytes,
@@ -278,7 +278,7 @@ def _instrumented(
                                   varies]))
     ops_ms = ops.ops_ms()
     untracked_ms = level1.iteration_ms - ops_ms
-    if untracked_ms < 0 and not scaled:
+    if untracked_ms < -NOTED_EXCESS * level1.iteration_ms and not scaled:
         warnings.append(
             f"op times add up to {format_ms(ops_ms)}, a little more than the whole step "
             f"({format_ms(level1.iteration_ms)}): timing overhead; the shares are still right"

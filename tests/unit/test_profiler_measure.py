@@ -250,6 +250,30 @@ def _profiled(monkeypatch, predict: bool) -> tuple[object, float]:
     return report, measured[0]
 
 
+@pytest.mark.parametrize(("excess", "noted"), [(0.02, False), (0.07, True)])
+def test_op_times_a_little_over_the_step_are_noted_only_beyond_the_noise(monkeypatch, excess,
+                                                                         noted):
+    """Σ op times 2 % over the headline is within what the untracked share moves between
+    profiles (±6 %): no note (it was on 19 of 32 quiet profiles of the examples). 7 % is noted,
+    and neither is scaled (the tolerance is 10 %): the breakdown shows them as measured."""
+    from skyline_nb.profiler import session
+
+    real = session.reconciled_op_times
+
+    def over_the_step(level1, *args, **kwargs):
+        ops, _ = real(level1, *args, **kwargs)
+        ops.scale((1 + excess) * level1.iteration_ms / ops.ops_ms())
+        return ops, False
+
+    monkeypatch.setattr(session, "reconciled_op_times", over_the_step)
+    report = profile(mlp.skyline_model_provider, mlp.skyline_input_provider,
+                     mlp.skyline_iteration_provider, batch_size=8, device="cpu", predict=False)
+    assert report.untracked_ms == pytest.approx(-excess * report.iteration_ms, rel=1e-6)
+    notes = [w for w in report.warnings if "a little more than the whole step" in w]
+    assert bool(notes) == noted, report.warnings
+    assert impossible_values(report) == [], report.warnings
+
+
 def test_op_times_a_busier_machine_inflated_are_scaled_to_the_headline(monkeypatch):
     """Instrumented runs that stay 3× slower than the headline (they waited for a CPU the
     headline's iterations did not) used to leave untracked time at −68 … −259 % under load (CI,
