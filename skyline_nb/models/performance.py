@@ -37,7 +37,7 @@ from skyline_nb.models.curve import FLAT, TOLERANCE, Curve
 from skyline_nb.models.fit import LinearFit
 from skyline_nb.models.knee import KNEE_GAIN, MAX_BATCH_SIZE, knee_batch_size
 from skyline_nb.models.memory_curve import fit_memory
-from skyline_nb.models.trust import fit_time
+from skyline_nb.models.trust import AGAIN, fit_time
 
 __all__ = ["EXTRAPOLATION_LIMIT", "FLAT_EXTRAPOLATION_LIMIT", "KNEE_GAIN", "MAX_BATCH_SIZE",
            "Curve", "LinearFit", "PerformanceModels"]
@@ -138,9 +138,9 @@ class PerformanceModels:
             fails_below=fails_below,
             tolerance=tolerance,
         )
-        if problems:  # say everything that is wrong, the samples' and the curves' own
-            models.reason = "; ".join(
-                problems + [p for p in models.line_problems() if p not in problems])
+        if problems:  # everything wrong, the samples' and the curves', then what to do
+            more = [p for p in models.line_problems() if p not in problems]
+            models.reason = "; ".join(sorted(problems + more, key=AGAIN.__eq__))
         models.knee_batch_size = models._knee()
         return models
 

@@ -47,6 +47,14 @@ def test_untrustworthy_times_turn_dragging_off_and_say_why(times: list[float], w
     assert models.max_throughput is None  # nothing untrusted reaches the header
 
 
+def test_what_to_do_comes_last_also_after_the_memory_lines_problems() -> None:
+    """A refusal's advice (``AGAIN``) answers every reason before it, so it ends the message
+    also where the memory line has problems of its own (they came after it)."""
+    models = PerformanceModels.from_samples(SIZES, [10.0, 30.0, 25.0], [50_000_000] * 3, GIB)
+    assert "peak memory does not grow with the batch size" in models.reason
+    assert models.reason.endswith(f"; {AGAIN}") and models.reason.count(AGAIN) == 1
+
+
 def test_a_fast_small_sample_off_a_straight_large_range_is_caught_despite_r2() -> None:
     sizes = [16, 256, 512, 1024]
     fit = LinearFit.fit(sizes, [0.42, 130.0, 256.0, 512.0])
