@@ -1,6 +1,6 @@
 """Training steps as users write them (``user_models.py``) that the example models do not
 cover: sparse tensors, an RNN over a packed sequence, ``torch.func``, a double backward, closures
-run by the optimizer, complex numbers, lazy and parametrized layers, checkpointing.
+run by the optimizer, complex numbers, lazy and parametrized layers, checkpointing, autocast.
 
 What broke before this file: sparse tensors raised ``NotImplementedError: Cannot access storage
 of SparseTensorImpl`` from the peak tracker (a sparse tensor's memory is its index and value
@@ -410,3 +410,26 @@ def test_a_checkpointed_blocks_rerun_and_backward_are_its_own_ops(reentrant: boo
         (n.path, n.backward_ms) for n in ops]
     if report.peak_place is not None and report.peak_place.phase == "backward":
         assert report.peak_place.module  # a re-run's or its backward's module, not the root
+
+
+def test_a_mixed_precision_steps_samples_are_exact_and_autocast_stays_off() -> None:
+    """A step under ``torch.autocast`` (bfloat16 on a CPU): the casts of weights and gradients
+    are ops of the step like any other, so every sample's peak is what a fresh measurement at
+    its size reads, to the byte, the curve is there to drag, and autocast is off again in the
+    user's kernel afterwards (the step turned it on inside its own ``with``).
+
+    Known, and not autocast's: where AdamW's update holds the peak, the first sample above the
+    user's batch can read 8 B more than a fresh measurement (the same step without autocast
+    too). Its measured iteration made 82 allocations of 8 B (Python scalars the ops wrap as
+    tensors) where a fresh one makes 41, and one of them is alive at the peak; what doubles
+    them is open (BENCHMARKS.md, session 50)."""
+    provs = user_models.mixed_precision()
+    report = profile(*provs, device="cpu")
+    _consistent(report)
+    assert not torch.is_autocast_enabled("cpu")
+    assert report.models is not None and report.models.can_manipulate, report.models.reason
+    for sample in report.samples[:4]:
+        fresh = measure_iteration(*provs, sample.batch_size, "cpu").peak_bytes
+        assert 0 <= sample.peak_bytes - fresh <= 8, (sample.batch_size, sample.peak_bytes, fresh)
+    ops = {n.name for n in report.tree.walk() if n.kind == NodeKind.OP}
+    assert "_to_copy" in ops  # the casts are in the breakdown, where they run

@@ -2,7 +2,7 @@
 example models do not: sparse tensors, RNNs over packed sequences, ``torch.func`` transforms,
 two optimizers and a double backward, frozen layers, closures run by the optimizer, complex
 numbers, parametrized and lazy layers, activation checkpointing, the user's own saved-tensor
-hooks; and (``written_steps.py``) updates by hand, two heads, TorchScript. Each ``NAME()``
+hooks; and (``written_steps.py``) updates by hand, two heads, TorchScript, autocast. Each ``NAME()``
 returns the three providers; ``ALL`` names them for the tests
 (``test_profiler_unusual_tensors.py``) and ``benchmarks/user_steps.py``.
 """
@@ -14,7 +14,13 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
-from written_steps import scripted, two_heads, updated_by_hand, updated_from_autograd_grad
+from written_steps import (
+    mixed_precision,
+    scripted,
+    two_heads,
+    updated_by_hand,
+    updated_from_autograd_grad,
+)
 
 Providers = tuple[Callable, Callable, Callable]
 VOCAB, DIM, WORDS = 5000, 32, 20
@@ -405,6 +411,6 @@ ALL: dict[str, Callable[[], Providers]] = {
         sparse_embedding, sparse_input, packed_gru, per_sample_gradients,
         wgan_gradient_penalty, frozen_finetune, channels_last_augmented,
         parametrized_and_lazy, lbfgs_closure, updated_by_hand, updated_from_autograd_grad,
-        two_heads, scripted,
+        two_heads, scripted, mixed_precision,
         complex_fft, checkpointed, checkpointed_reentrant, pruned, saved_on_cpu)
 }

@@ -1,6 +1,6 @@
 """Training steps written out in ways the trackers must recognise (``user_models.ALL`` holds
 them): an update by hand without an optimizer, from ``.grad`` or from ``torch.autograd.grad``,
-a trunk with two heads and two losses, a TorchScript model.
+a trunk with two heads and two losses, a TorchScript model, a mixed-precision step (autocast).
 """
 
 from __future__ import annotations
@@ -100,4 +100,29 @@ def scripted() -> Providers:
 
     def iteration_of(net: nn.Module) -> Callable:
         return _step(net, torch.optim.SGD(net.parameters(), lr=0.1))
+    return model, inputs, iteration_of
+
+
+def mixed_precision() -> Providers:
+    """A step under ``torch.autocast`` (bfloat16 on a CPU, as users train to halve activation
+    memory): the forward casts each weight for its matmul, the backward casts the gradients
+    back, AdamW updates the float32 weights."""
+    def model() -> nn.Module:
+        return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                             nn.Flatten(), nn.Linear(16 * 8 * 8, 64), nn.GELU(),
+                             nn.Linear(64, 10))
+
+    def inputs(batch_size: int = 16) -> tuple:
+        return torch.randn(batch_size, 3, 8, 8), torch.randint(0, 10, (batch_size,))
+
+    def iteration_of(net: nn.Module) -> Callable:
+        optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
+
+        def iteration(x: torch.Tensor, y: torch.Tensor) -> None:
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            optimizer.step()
+        return iteration
     return model, inputs, iteration_of
