@@ -418,11 +418,12 @@ def test_a_mixed_precision_steps_samples_are_exact_and_autocast_stays_off() -> N
     its size reads, to the byte, the curve is there to drag, and autocast is off again in the
     user's kernel afterwards (the step turned it on inside its own ``with``).
 
-    Known, and not autocast's: where AdamW's update holds the peak, the first sample above the
-    user's batch can read 8 B more than a fresh measurement (the same step without autocast
-    too). Its measured iteration made 82 allocations of 8 B (Python scalars the ops wrap as
-    tensors) where a fresh one makes 41, and one of them is alive at the peak; what doubles
-    them is open (BENCHMARKS.md, session 50)."""
+    Known, and not autocast's: where AdamW's update holds the peak, a sample whose categories
+    are followed (``WarmTrial.peak_at``: its measured iteration runs under the peak tracker's
+    dispatch mode) can read 8 B more than a fresh measurement, the same step without autocast
+    too. Under the mode the iteration makes 82 allocations of 8 B where a plain one makes 41
+    (the Python scalars AdamW's ops take, as tensors), and one is alive at the update's peak.
+    At the user's batch the plain peak is the headline's, so only samples carry it."""
     provs = user_models.mixed_precision()
     report = profile(*provs, device="cpu")
     _consistent(report)
