@@ -46,8 +46,10 @@ def test_a_measurement_beyond_the_samples_joins_them_or_says_why(report) -> None
         sample = next(s for s in after.samples if s.batch_size == size)
         assert sample.iteration_ms == result.iteration_ms
         assert sample.peak_bytes == result.peak_bytes
-        assert after.models.predict_iteration_ms(size) == pytest.approx(
-            result.iteration_ms, rel=report.models.tolerance)
+        # within the tolerance of the curve, as the join judges it (``trust.spread``: relative
+        # to the curve; relative to the measurement a kept curve 14.4 % above it read 16.8 %)
+        curve_ms = after.models.predict_iteration_ms(size)
+        assert abs(result.iteration_ms / curve_ms - 1) <= report.models.tolerance + 1e-9
         assert after.models.measured_range[1] == size
         assert len(after.samples) == len(report.samples) + 1
     else:  # no curve goes near it and the samples (the host's pace moved): said, not drawn
