@@ -412,11 +412,12 @@ def test_a_checkpointed_blocks_rerun_and_backward_are_its_own_ops(reentrant: boo
         assert report.peak_place.module  # a re-run's or its backward's module, not the root
 
 
-def test_a_mixed_precision_steps_samples_are_exact_and_autocast_stays_off() -> None:
+def test_a_mixed_precision_steps_samples_match_fresh_ones_and_autocast_stays_off() -> None:
     """A step under ``torch.autocast`` (bfloat16 on a CPU): the casts of weights and gradients
     are ops of the step like any other, so every sample's peak is what a fresh measurement at
-    its size reads, to the byte, the curve is there to drag, and autocast is off again in the
-    user's kernel afterwards (the step turned it on inside its own ``with``).
+    its size reads (to the byte, but for the case below), the curve is there to drag, and
+    autocast is off again in the user's kernel afterwards (the step turned it on inside its own
+    ``with``).
 
     Known, and not autocast's: where AdamW's update holds the peak, a sample whose categories
     are followed (``WarmTrial.peak_at``: its measured iteration runs under the peak tracker's

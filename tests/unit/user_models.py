@@ -2,8 +2,8 @@
 example models do not: sparse tensors, RNNs over packed sequences, ``torch.func`` transforms,
 two optimizers and a double backward, frozen layers, closures run by the optimizer, complex
 numbers, parametrized and lazy layers, activation checkpointing, the user's own saved-tensor
-hooks; and (``written_steps.py``) updates by hand, two heads, TorchScript, autocast. Each ``NAME()``
-returns the three providers; ``ALL`` names them for the tests
+hooks; and (``written_steps.py``) updates by hand, two heads, TorchScript, autocast. Each
+``NAME()`` returns the three providers; ``ALL`` names them for the tests
 (``test_profiler_unusual_tensors.py``) and ``benchmarks/user_steps.py``.
 """
 
