@@ -13,7 +13,7 @@ that measured 1.05 ms), so the profile must agree with the nearer of the two. Bo
 the 2-core dev box with the spinner: headline +1 … +9 %, Σ ops within −10 … +5 % of it,
 0.1–0.4 s per profile; before this issue: +36 … +230 %, Σ ops up to 450× the iteration,
 3.6–6.3 s):
-- over the three profiles, the median headline within −25 … +35 % of a plain loop's median and
+- over the five profiles, the median headline within −25 … +35 % of a plain loop's median and
   the median Σ op times at least 0.5× the headline; each single profile's headline within
   0.4–3× and its Σ ops at least 0.3× (the host's own slow phases: below);
 - Σ op times above the headline by no more than noise plus the dispatch cost each op timed
@@ -26,8 +26,11 @@ phases now and then (BENCHMARKS.md, "Host speed phases": 1.5–2.1× slower for 
 run-queue wait, no steal time), longer than the MLP's whole 0.2 s profile, and a headline timed
 inside one read 2.09× the plain loops on both sides of it (a CI run), 1.5–1.7× in 1–3 of 30
 profiles here; the single-profile bound failed 2 of 14 runs of this test. The median over the
-profiles holds a bias to a tighter bound than a single profile could, and one phase cannot
-fail it.
+profiles holds a bias to a tighter bound than a single profile could, and a phase or two cannot
+fail it: over five profiles, since a CI run on a VM then 2.2× slower than an hour before (the
+example CNN's step 47 ms against 21) had two of three read 1.63× and 1.66× the loops around them
+and failed the median; the same hour, 8 profiles in a row read 0.96–1.21× (BENCHMARKS.md,
+session 50).
 """
 
 from __future__ import annotations
@@ -66,6 +69,9 @@ def iteration_provider(model: nn.Module) -> Callable[[torch.Tensor, torch.Tensor
     return iteration
 
 
+PROFILES = 5
+
+
 def plain_loop_median(iterations: int = 300) -> float:
     model = model_provider()
     step = iteration_provider(model)
@@ -84,7 +90,7 @@ def plain_loop_median(iterations: int = 300) -> float:
 def test_profiles_under_a_competing_process_agree_with_a_plain_loop(busy_core) -> None:
     assert busy_core.poll() is None
     ratios, shares, seen = [], [], []
-    for _ in range(3):
+    for _ in range(PROFILES):
         before = plain_loop_median()
         start = time.perf_counter()
         report = profile(model_provider, input_provider, iteration_provider, device="cpu")
