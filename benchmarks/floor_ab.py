@@ -32,7 +32,8 @@ sys.path.insert(0, str(HERE.parent))
 ARM = "SKYLINE_FLOOR_AB_ARM"
 
 
-def strict_budget(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
+def strict_budget(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float,
+                  warms: bool = False) -> float:
     """``sampling_budget_ms`` without the floor: the policy's iterations of the user's (a GPU's
     bar over the profile as shipped)."""
     from skyline_nb.profiler import samples

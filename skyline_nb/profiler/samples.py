@@ -29,6 +29,9 @@ from skyline_nb.profiler.timing import HEADLINE, SAMPLE, Precision
 from skyline_nb.report import Sample
 
 SAMPLING_FLOOR_MS = 250.0
+# Sizes the floor is lifted for where a CPU's short step runs untimed before each
+# (``timing.SAMPLE``'s warm-up, counted in their cost): the floor's sizes, not fewer.
+FLOOR_SIZES = 5
 MAX_TOLERANCE = 0.15
 # Issue 15's cost bar: sampling at most 1.5× the rest of the profile, which has run when the
 # samples start (``session.py``). Until session 27 they ran right after level 1 and assumed
@@ -146,8 +149,8 @@ def sample_sizes(
         measure, user, first.peak_bytes, first.iteration_ms, dev.sampling_capacity_bytes(),
         oom_errors=dev.oom_types, tolerance=tolerance,
         budget_ms=sampling_budget_ms(policy, first.iteration_ms,
-                                     1000.0 * reporter.profile_s()),
-        timed_ms=lambda ms: precision.quiet_ms(ms, dev.min_chunk),
+                                     1000.0 * reporter.profile_s(), dev.kind == "cpu"),
+        timed_ms=lambda ms: precision.quiet_ms(ms, dev.min_chunk, dev.kind == "cpu"),
         retime=retime, reach=policy.reach, between=policy.between)
     # each size over the headline as the plan holds it (scaled where it rebased)
     chosen = [replace(timings[n], ratio=found.times[n] / first.iteration_ms)
@@ -172,11 +175,13 @@ def pace_warning(user: int, headline_ms: float, base: float) -> str:
             f"headline's {format_ms(headline_ms)}; their times are scaled to the headline's")
 
 
-def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float) -> float:
+def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: float,
+                       warms: bool = False) -> float:
     """What the samples may spend: the policy's iterations of the user's, lifted towards
     ``SAMPLING_FLOOR_MS`` (a few sizes of sub-millisecond iterations need that much to be
-    timed at all) no further than the cost bar over the profile, ``so_far_ms`` (every other
-    level has run before the samples); without such a count, that bar alone.
+    timed at all; plus ``FLOOR_SIZES`` warm-ups where a CPU's step is short, ``warms``) no
+    further than the cost bar over the profile, ``so_far_ms`` (every other level has run
+    before the samples); without such a count, that bar alone.
 
     The floor used to lift the count regardless: a CPU's CNN of 6.7 ms iterations at batch 8,
     0.11 s into its profile, sampled for 0.17 s (1.53× the profile, BENCHMARKS.md, session
@@ -184,7 +189,8 @@ def sampling_budget_ms(policy: SamplingPolicy, iteration_ms: float, so_far_ms: f
     bar_ms = COST_BAR * so_far_ms
     if policy.budget is None:
         return bar_ms
-    return max(iteration_ms * policy.budget, min(SAMPLING_FLOOR_MS, bar_ms))
+    floor = SAMPLING_FLOOR_MS + FLOOR_SIZES * policy.precision.warm_up_ms(iteration_ms, warms)
+    return max(iteration_ms * policy.budget, min(floor, bar_ms))
 
 
 def untracked_peaks(warm: WarmTrial, sampled: Sampled, reporter: Reporter) -> None:

@@ -23,6 +23,17 @@ most ``MAX_WARM``): a size that faults as much every iteration (blocks above gli
 counts from its first, as it is what every iteration there costs. CPU only: on a GPU it was
 never measured.
 
+A CPU that has not run the step for a while runs it slowly for tens of milliseconds, without
+faulting, the more so the longer it paused and at more than one thread: after 50 ms of other
+work, the example MLP at 32 (1.5 ms) took +130, +45, +45 and +27 % in its first iterations at 2
+threads and still +10–20 % 50–100 ms later (at one thread +125, +32, +14, +7 %, then none); a
+pause of 5 ms slowed 3 iterations. A profile's headline follows an idle kernel and the memory
+run, a sample its peak's tracked step: the MLP's headline read +29 % over a loop stepping for
+300 ms first (BENCHMARKS.md, session 51). So on a CPU, where the first iteration takes less
+than ``WARM_BELOW_MS``, the step runs untimed for the precision's ``warm_ms`` first (its cost,
+for steps whose profile is dominated by fixed costs anyway); a longer step's timing starts
+with its first iteration, as a slow one among 5 moves their median little.
+
 Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
 every other step); the caller sees the spread in ``Timing.ms``.
 """
@@ -31,6 +42,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +63,9 @@ MAX_CHUNK = 64
 # Warm-up by faults (module doc): pages an iteration may fault and count, the fall to the
 # next iteration that marks it as still settling, and how many leading ones may be set aside.
 FAULT_PAGES, FAULT_FALL, MAX_WARM = 64, 0.9, 3
+# Warm-up by time (module doc): steps whose first timed iteration is shorter than this run
+# untimed for their precision's ``warm_ms`` first.
+WARM_BELOW_MS = 10.0
 
 
 @dataclass(frozen=True)
@@ -63,30 +78,45 @@ class Precision:
     min_ms: float
     patience_ms: float
     patience_iterations: int
+    warm_ms: float = 0.0  # untimed stepping first, for a CPU's short steps (module doc)
 
-    def quiet_ms(self, iteration_ms: float, min_chunk: int) -> float:
+    def quiet_ms(self, iteration_ms: float, min_chunk: int, warms: bool = False) -> float:
         """What ``time_steps`` is expected to spend on iterations of ``iteration_ms`` on a quiet
         machine, in chunks as it takes them (the first of ``min_chunk``, then about
         ``CHUNK_MS``), counting at least three iterations: two that must agree often do not on
         a shared host. A sample's cost for the budget (``sample_plan``): a GPU's, timed at the
         headline's precision in chunks of three, is 6–9 of its iterations, not the 2–3 a CPU's
-        takes (an H100's CNN from 8 sampled at 1.86× its profile's cost, bar 1.5×)."""
+        takes (an H100's CNN from 8 sampled at 1.86× its profile's cost, bar 1.5×). ``warms``:
+        a CPU's, whose short steps also run the first iteration and ``warm_ms`` untimed, and
+        then chunks of about ``CHUNK_MS`` from the start (``warm_up_ms``)."""
         if iteration_ms <= 0:
             return 0.0
+        warm = self.warm_up_ms(iteration_ms, warms)
         needed = max(3, self.min_iterations)
-        count, chunk = 0, min_chunk
+        count, chunk = 0, chunk_after(iteration_ms, min_chunk) if warm else min_chunk
         while count < needed or count * iteration_ms < self.min_ms:
             count += chunk
             chunk = chunk_after(iteration_ms, min_chunk)
-        return count * iteration_ms
+        return warm + count * iteration_ms
+
+    def warm_up_ms(self, iteration_ms: float, warms: bool = True) -> float:
+        """What ``time_steps`` spends before it times iterations of ``iteration_ms`` (a CPU's,
+        ``warms``): the first one and ``warm_ms`` where that is shorter than
+        ``WARM_BELOW_MS``, else nothing (the first iteration is timed)."""
+        if not warms or self.warm_ms <= 0 or iteration_ms >= WARM_BELOW_MS:
+            return 0.0
+        return self.warm_ms + iteration_ms
 
 
 # The headline: median of ≥ 5 quiet iterations over ≥ 30 ms. Samples at other batch sizes
 # (after the first iteration at a size, which measured memory): ≥ 2 quiet ones that agree
 # within AGREE, else a third, at least 10 ms of them for short ones (a sample's iterations cost
-# 2–4 of the user's; single iterations on a shared machine vary by ±15 %).
-HEADLINE = Precision(5, 30.0, 300.0, 8)
-SAMPLE = Precision(2, 10.0, 200.0, 5)
+# 2–4 of the user's; single iterations on a shared machine vary by ±15 %). A CPU's short steps
+# run first for 150 ms before the headline, which follows an idle kernel (a slow-down lasts
+# 100 ms and more after 50 ms of pause), and 30 ms before a sample, which follows the tracked
+# step of its peak and its bookkeeping (10–20 ms: module doc).
+HEADLINE = Precision(5, 30.0, 300.0, 8, warm_ms=150.0)
+SAMPLE = Precision(2, 10.0, 200.0, 5, warm_ms=30.0)
 AGREE = 0.10
 
 
@@ -181,11 +211,27 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
     the samples waited out their patience, 5 iterations each, and took 26-37 of the user's
     iterations against a budget of 13; BENCHMARKS.md, session 25)."""
     timing, fewest = Timing(), device.min_chunk
+    known = 0.0  # ms of an iteration timed before the warm-up, which sizes the first chunk
+    if device.kind == "cpu" and precision.warm_ms > 0:
+        times, fraction, faults = timed_chunk(step, device, fewest)
+        if statistics.median(times) < WARM_BELOW_MS:
+            _warm_up(step, precision.warm_ms)
+            known = statistics.median(times)
+        else:
+            timing.add(times, fraction > QUIET_WAIT, faults)
     while _pending(timing, precision, busy):
-        n = chunk_after(statistics.median(timing.ms), fewest) if timing.ms else fewest
+        ms = statistics.median(timing.ms) if timing.ms else known
+        n = chunk_after(ms, fewest) if ms > 0 else fewest
         times, fraction, faults = timed_chunk(step, device, n)
         timing.add(times, fraction > QUIET_WAIT, faults)
     return timing
+
+
+def _warm_up(step: Callable[[], Any], ms: float) -> None:
+    """Step untimed for ``ms`` (module doc)."""
+    end = time.perf_counter() + ms / 1e3
+    while time.perf_counter() < end:
+        step()
 
 
 def chunk_after(iteration_ms: float, fewest: int) -> int:

@@ -37,6 +37,8 @@ RUNS = {
                         "round 1, 16: steady"),
     "thread_speedup": (["--models", "mlp", "--batches", "8", "16", "--passes", "1", "--plain",
                         "3"], "mlp speedup (1 thread / 2 threads): 8: "),
+    "warm_up": (["--course", "--ab", "--models", "mlp:8", "--rounds", "1", "--iterations", "8",
+                 "--pause", "5"], "  warm-up  iter "),
     "floor_ab": (["--rounds", "1", "--", "--models", "mlp", "--starts", "8", "--repeats", "1",
                   "--scale", "stock", "--held-out", "1.5"], "| mlp | stock | 8 |"),
 }

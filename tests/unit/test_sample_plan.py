@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from scripted_machine import Machine, sample
 
 from skyline_nb.categories import Categories
 from skyline_nb.models.performance import PerformanceModels
-from skyline_nb.profiler import iteration, samples, timing
+from skyline_nb.profiler import iteration, sample_plan, samples, timing
 from skyline_nb.profiler.device import resolve_device
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.providers import Trial
@@ -204,7 +205,10 @@ def scripted_warm_trial(monkeypatch, step: Callable[[], None], state: dict,
                         faults: Callable[[], float] | None = None) -> tuple[Any, Any]:
     """The real WarmTrial at 8 on a scripted clock: each iteration runs ``step`` and takes
     ``ms()`` (and faults ``faults()`` pages), each chunk's threads waited ``waited`` of its
-    time for a CPU; ``state["size"]`` is the batch size of the inputs in use."""
+    time for a CPU; ``state["size"]`` is the batch size of the inputs in use. The samples'
+    budget runs on that clock too: on the real one, what a slow host spends around the
+    scripted iterations bought a sample less (a host 2× slower than usual failed a test)."""
+    clock = [0.0]
 
     def chunk(step_fn, device, n):
         times, faulted = [], []
@@ -212,9 +216,13 @@ def scripted_warm_trial(monkeypatch, step: Callable[[], None], state: dict,
             step_fn()
             times.append(ms())
             faulted.append(faults() if faults is not None else 0.0)
+        clock[0] += sum(times) / 1e3
         return times, waited, sum(faulted) / n if faults is not None else None
 
     monkeypatch.setattr(timing, "timed_chunk", chunk)
+    monkeypatch.setattr(sample_plan, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    # no warm-up in real time before the timings: the scripted clock has no pauses to recover from
+    monkeypatch.setattr(timing, "WARM_BELOW_MS", 0.0)
 
     def stepping() -> None:  # and what a step allocates for a moment, more at larger batches
         step()

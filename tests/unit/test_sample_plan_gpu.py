@@ -23,6 +23,7 @@ from skyline_nb.profiler.samples import (
     COST_BAR,
     CPU_SAMPLING,
     CUDA_SAMPLING,
+    FLOOR_SIZES,
     SAMPLING_FLOOR_MS,
     sampling_budget_ms,
 )
@@ -69,6 +70,12 @@ def test_a_gpu_budget_is_the_bar_over_the_profile_and_a_cpu_keeps_its_count() ->
     assert sampling_budget_ms(CPU_SAMPLING, 0.5, 5000.0) == SAMPLING_FLOOR_MS
     assert sampling_budget_ms(CPU_SAMPLING, 6.7, 110.0) == pytest.approx(COST_BAR * 110.0)
     assert sampling_budget_ms(CPU_SAMPLING, 30.0, 100.0) == 13 * 30.0  # the count stands
+    # a CPU's short step runs untimed before each sample: the floor keeps its sizes
+    warm = CPU_SAMPLING.precision.warm_up_ms(0.5)
+    assert warm > CPU_SAMPLING.precision.warm_ms
+    assert sampling_budget_ms(CPU_SAMPLING, 0.5, 5000.0, warms=True) == pytest.approx(
+        SAMPLING_FLOOR_MS + FLOOR_SIZES * warm)
+    assert sampling_budget_ms(CPU_SAMPLING, 30.0, 300.0, warms=True) == 13 * 30.0
 
 
 def test_memory_whose_slope_changes_beyond_2x_is_measured_at_4x_on_a_gpu(clock) -> None:
