@@ -59,7 +59,7 @@ HELD_OUT = (1.5, 2.0, 3.0, 4.0)
 WARMUP = 8
 # ... and at least this long: a CPU runs a short step slowly for 100 ms and more after a pause
 # (building the model is one), which a loop that has run for a while no longer does (the
-# example MLP at 32: +29 % over 8 + 15 of its iterations; BENCHMARKS.md, session 51)
+# example MLP's 8 + 15 iterations after its build lay in that stretch; BENCHMARKS.md, session 51)
 WARMUP_MS = 300.0
 MOMENT = 7
 

@@ -28,11 +28,12 @@ faulting, the more so the longer it paused and at more than one thread: after 50
 work, the example MLP at 32 (1.5 ms) took +130, +45, +45 and +27 % in its first iterations at 2
 threads and still +10–20 % 50–100 ms later (at one thread +125, +32, +14, +7 %, then none); a
 pause of 5 ms slowed 3 iterations. A profile's headline follows an idle kernel and the memory
-run, a sample its peak's tracked step: the MLP's headline read +29 % over a loop stepping for
-300 ms first (BENCHMARKS.md, session 51). So on a CPU, where the first iteration takes less
-than ``WARM_BELOW_MS``, the step runs untimed for the precision's ``warm_ms`` first (its cost,
-for steps whose profile is dominated by fixed costs anyway); a longer step's timing starts
-with its first iteration, as a slow one among 5 moves their median little.
+run, a sample its peak's tracked step: the MLP's headline read +12 … +17 % over a loop that had
+stepped for 300 ms, +5 … +6 % with the warm-up (BENCHMARKS.md, session 51). So on a CPU,
+where the first iteration takes less than ``WARM_BELOW_MS``, the step runs untimed for the
+precision's ``warm_ms`` first (its cost, for steps whose profile is dominated by fixed costs
+anyway); a longer step's timing starts with its first iteration, as a slow one among 5 moves
+their median little.
 
 Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
 every other step); the caller sees the spread in ``Timing.ms``.
@@ -209,7 +210,9 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
     (a sample after a headline whose steps mostly waited), so waiting for quiet ones buys
     nothing: every iteration counts towards ``precision`` (beside a spinner of the same session
     the samples waited out their patience, 5 iterations each, and took 26-37 of the user's
-    iterations against a budget of 13; BENCHMARKS.md, session 25)."""
+    iterations against a budget of 13; BENCHMARKS.md, session 25). On a CPU a step whose first
+    iteration is shorter than ``WARM_BELOW_MS`` runs untimed for ``precision.warm_ms`` first
+    (module doc)."""
     timing, fewest = Timing(), device.min_chunk
     known = 0.0  # ms of an iteration timed before the warm-up, which sizes the first chunk
     if device.kind == "cpu" and precision.warm_ms > 0:
