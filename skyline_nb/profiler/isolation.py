@@ -18,8 +18,6 @@ repeated if an interrupt got in before the deferral did.
 from __future__ import annotations
 
 import random
-import signal
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ import torch
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import Device
 from skyline_nb.profiler.global_flags import global_flags
+from skyline_nb.profiler.interrupts import interrupts_held
 
 
 @dataclass
@@ -126,7 +125,7 @@ def _restore_whole(restore: Callable[[], None]) -> None:
     interrupted = False
     while True:
         try:
-            with _interrupts_held() as held:
+            with interrupts_held() as held:
                 restore()
             interrupted = interrupted or bool(held)
             break
@@ -134,21 +133,6 @@ def _restore_whole(restore: Callable[[], None]) -> None:
             interrupted = True  # it came before the deferral did: the restore runs again
     if interrupted:
         raise KeyboardInterrupt
-
-
-@contextmanager
-def _interrupts_held() -> Iterator[list[int]]:
-    """SIGINT is recorded, not raised, meanwhile (main thread only: elsewhere Python delivers
-    no signals); the list it yields is non-empty afterwards when one came."""
-    held: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield held
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: held.append(signum))
-    try:
-        yield held
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _numpy_state() -> Any:

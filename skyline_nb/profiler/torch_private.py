@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from skyline_nb.profiler.interrupts import interrupts_held
+
 MIN_TORCH = (2, 1)
 
 
@@ -51,12 +53,19 @@ def dispatch_mode_base() -> type:
 @contextlib.contextmanager
 def outside_modes() -> Iterator[None]:
     """No dispatch mode or ``TorchFunctionMode`` sees what runs inside (the profiler's own
-    marker allocations stay out of its trackers' records and the user's modes)."""
+    marker allocations stay out of its trackers' records and the user's modes). A Ctrl+C
+    meanwhile is raised once the modes are back (``interrupts.interrupts_held``)."""
     from torch.utils import _python_dispatch
 
     disable = need(_python_dispatch, "_disable_current_modes", "torch.utils._python_dispatch")
-    with need(torch._C, "DisableTorchFunction", "torch._C")(), disable():
-        yield
+    held: list[int] = []
+    try:
+        with interrupts_held() as held, need(torch._C, "DisableTorchFunction", "torch._C")(), \
+                disable():
+            yield
+    finally:
+        if held:
+            raise KeyboardInterrupt
 
 
 # ---- autograd graph -----------------------------------------------------------------------

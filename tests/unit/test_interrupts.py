@@ -127,7 +127,7 @@ PLACES = [
     ("build_tree", 1),
     ("_restore", 1),
     ("remove_global_hooks_since", 1),
-    ("_interrupts_held", 1),
+    ("interrupts_held", 1),
 ]
 
 
