@@ -217,9 +217,10 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
     known = 0.0  # ms of an iteration timed before the warm-up, which sizes the first chunk
     if device.kind == "cpu" and precision.warm_ms > 0:
         times, fraction, faults = timed_chunk(step, device, fewest)
-        if statistics.median(times) < WARM_BELOW_MS:
+        first = statistics.median(times)
+        if precision.warm_up_ms(first) > 0:  # the rule the samples' budget counts by
             _warm_up(step, precision.warm_ms)
-            known = statistics.median(times)
+            known = first
         else:
             timing.add(times, fraction > QUIET_WAIT, faults)
     while _pending(timing, precision, busy):
