@@ -141,10 +141,16 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
     const knee = predictor.kneeBatchSize;
     if (live && knee && knee <= top) {
       // The line marks the knee's value; the label beside it is clamped to the track's height.
+      // A knee outside the measured sizes says so: it rests on the curve's fixed cost, which
+      // samples a few times apart place least surely (one notebook's moved from 11 to 101
+      // between profiles whose samples spanned 6-24).
+      const beyond = predictor.extrapolation(knee);
+      const title = `Knee at batch size ${formatInt(knee)}: doubling the batch beyond it gains < 5 % throughput${beyond ? ` (${beyond}: an estimate)` : ""}`;
+      const outside = beyond ? " sk-knee-extrapolated" : "";
       track.style.setProperty("--sk-knee", cssPercent(fraction(m.predict(knee), m.max)));
       track.append(
-        h("div", { class: "sk-bar-knee", data: { skyline: "knee" }, title: `Knee at batch size ${formatInt(knee)}: doubling the batch beyond it gains < 5 % throughput` }),
-        h("span", { class: "sk-bar-knee-label", text: `knee ${formatInt(knee)}`, attrs: { "aria-hidden": "true" } }),
+        h("div", { class: `sk-bar-knee${outside}`, data: { skyline: "knee" }, title }),
+        h("span", { class: `sk-bar-knee-label${outside}`, text: `knee ${formatInt(knee)}`, attrs: { "aria-hidden": "true" } }),
       );
     }
     const number = h("span", { class: "sk-bar-number" });

@@ -128,6 +128,33 @@ test("user strings are text: a module named like HTML stays text", () => {
   expect(view.el.querySelector("img")).toBeNull();
 });
 
+test("a knee outside the measured sizes is marked as extrapolated, one inside is not", () => {
+  const marks = (report) => {
+    view?.unmount();
+    view = mount({ report });
+    return view.qa("knee").map((line) => [line.title, line.classList.contains("sk-knee-extrapolated"),
+      line.nextElementSibling.classList.contains("sk-knee-extrapolated")]);
+  };
+  const inside = marks(loadReport("small")); // knee 84, measured 32-256
+  expect(inside.length).toBe(2);
+  for (const [title, line, label] of inside) {
+    expect(title).toBe("Knee at batch size 84: doubling the batch beyond it gains < 5 % throughput");
+    expect([line, label]).toEqual([false, false]);
+  }
+  const below = marks(loadReport("cnn")); // knee 8, measured 16-128
+  for (const [title, line, label] of below) {
+    expect(title).toContain("(extrapolated below the measured 16: an estimate)");
+    expect([line, label]).toEqual([true, true]);
+  }
+  const small = loadReport("small");
+  small.models = { ...small.models, knee_batch_size: 512 };
+  for (const [title, line] of marks(small)) {
+    expect(title).toContain("Knee at batch size 512");
+    expect(title).toContain("(extrapolated beyond the measured 256: an estimate)");
+    expect(line).toBe(true);
+  }
+});
+
 test("drag is disabled, with the reason, when the models cannot predict", () => {
   const report = loadReport("small");
   report.models = { ...report.models, can_manipulate: false, reason: "only 2 batch size(s) could be measured" };
