@@ -10,7 +10,8 @@ module doc). Two measurements:
 - ``--ab`` (default): issue 12's protocol in one process, ``trust.py``'s order (a fresh step
   stepped for ``trust.WARMUP_MS``, its loop as the truth, the kineto reference, the profile
   with the plain step timed right after its headline, a loop after), the profile with the
-  warm-up and without it (``timing.WARM_BELOW_MS`` = 0) alternating round by round: iter %
+  warm-up (until the pace settles), without it (``timing.WARM_BELOW_MS`` = 0) and with the
+  whole of it (``whole``: session 51's rule, all of ``warm_ms``) in turn, round by round: iter %
   (headline over the truth), moment % (over the plain step right after the headline), drift %
   (the loop after over the truth), wall s. One process, so the host's pace moves both arms alike.
 
@@ -81,12 +82,15 @@ def ab(providers: tuple, batch: int, rounds: int) -> str:
     import skyline_nb
     from skyline_nb.profiler import timing
 
-    warm_below = timing.WARM_BELOW_MS
-    rows: dict[str, list[tuple[float, float, float, float]]] = {"warm-up": [], "none": []}
+    warm_below, settled = timing.WARM_BELOW_MS, timing.SETTLED_WINDOWS
+    arms = {"warm-up": (warm_below, settled), "none": (0.0, settled),
+            "whole": (warm_below, 10**9)}  # whole: session 51's rule, all of ``warm_ms``
+    rows: dict[str, list[tuple[float, float, float, float]]] = {arm: [] for arm in arms}
     try:
         for r in range(rounds):
-            for arm in (("none", "warm-up") if r % 2 else ("warm-up", "none")):
-                timing.WARM_BELOW_MS = warm_below if arm == "warm-up" else 0.0
+            order = list(arms)[r % len(arms):] + list(arms)[:r % len(arms)]
+            for arm in order:
+                timing.WARM_BELOW_MS, timing.SETTLED_WINDOWS = arms[arm]
                 step, inputs = trust.warm_step(providers, batch)
                 truth = trust.median_ms(step, inputs, 15)
                 aten_ms_per_step(step, inputs, 15)
@@ -98,7 +102,7 @@ def ab(providers: tuple, batch: int, rounds: int) -> str:
                 rows[arm].append((report.iteration_ms / truth - 1,
                                   report.iteration_ms / moment["ms"] - 1, after / truth - 1, wall))
     finally:
-        timing.WARM_BELOW_MS = warm_below
+        timing.WARM_BELOW_MS, timing.SETTLED_WINDOWS = warm_below, settled
     lines = []
     for arm, seen in rows.items():
         each = " ".join(f"{100 * s[0]:+.0f}" for s in seen)

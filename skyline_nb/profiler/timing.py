@@ -30,10 +30,17 @@ threads and still +10–20 % 50–100 ms later (at one thread +125, +32, +14, +7
 pause of 5 ms slowed 3 iterations. A profile's headline follows an idle kernel and the memory
 run, a sample its peak's tracked step: the MLP's headline read +12 … +17 % over a loop that had
 stepped for 300 ms, +5 … +6 % with the warm-up (BENCHMARKS.md, session 51). So on a CPU,
-where the first iteration takes less than ``WARM_BELOW_MS``, the step runs untimed for the
-precision's ``warm_ms`` first (its cost, for steps whose profile is dominated by fixed costs
-anyway); a longer step's timing starts with its first iteration, as a slow one among 5 moves
-their median little.
+where the first iteration takes less than ``WARM_BELOW_MS``, the step runs untimed first,
+until its iterations stop getting faster and for at most the precision's ``warm_ms``; a longer
+step's timing starts with its first iteration, as a slow one among 5 moves their median
+little. How long the
+slow stretch lasts is the host's: ~100 ms, easing all along, on session 51's; on session 54's
+two or three iterations (the MLP at 32 after 50 ms of Python: +176, +29, +10 %, then steady; the
+CNN at 8 only its first, +21 %), where the whole ``warm_ms`` bought nothing (headlines within
+±5 % of a warm loop with it and without it, at 1.4–10 ms steps) and cost up to 17 of a 9 ms
+step's iterations. So it runs in windows (10 ms before the headline, 2 ms before a sample) and
+stops once two in a row are no faster than the fastest before them: iterations still getting
+faster are seen window by window.
 
 Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
 every other step); the caller sees the spread in ``Timing.ms``.
@@ -65,8 +72,11 @@ MAX_CHUNK = 64
 # next iteration that marks it as still settling, and how many leading ones may be set aside.
 FAULT_PAGES, FAULT_FALL, MAX_WARM = 64, 0.9, 3
 # Warm-up by time (module doc): steps whose first timed iteration is shorter than this run
-# untimed for their precision's ``warm_ms`` first.
+# untimed first, for at most their precision's ``warm_ms``: in windows of ``warm_ms`` /
+# ``WARM_WINDOWS`` (at least ``WARM_WINDOW_ITERATIONS``), until ``SETTLED_WINDOWS`` in a row
+# are no more than ``SETTLE_FALL`` faster than the fastest before them.
 WARM_BELOW_MS = 10.0
+WARM_WINDOWS, WARM_WINDOW_ITERATIONS, SETTLED_WINDOWS, SETTLE_FALL = 15, 2, 2, 0.03
 
 
 @dataclass(frozen=True)
@@ -101,9 +111,10 @@ class Precision:
         return warm + count * iteration_ms
 
     def warm_up_ms(self, iteration_ms: float, warms: bool = True) -> float:
-        """What ``time_steps`` spends before it times iterations of ``iteration_ms`` (a CPU's,
-        ``warms``): the first one and ``warm_ms`` where that is shorter than
-        ``WARM_BELOW_MS``, else nothing (the first iteration is timed)."""
+        """What ``time_steps`` spends at most before it times iterations of ``iteration_ms`` (a
+        CPU's, ``warms``): the first one and ``warm_ms`` where that is shorter than
+        ``WARM_BELOW_MS`` (the warm-up stops sooner once the pace settles: ``_warm_up``), else
+        nothing (the first iteration is timed)."""
         if not warms or self.warm_ms <= 0 or iteration_ms >= WARM_BELOW_MS:
             return 0.0
         return self.warm_ms + iteration_ms
@@ -113,9 +124,9 @@ class Precision:
 # (after the first iteration at a size, which measured memory): ≥ 2 quiet ones that agree
 # within AGREE, else a third, at least 10 ms of them for short ones (a sample's iterations cost
 # 2–4 of the user's; single iterations on a shared machine vary by ±15 %). A CPU's short steps
-# run first for 150 ms before the headline, which follows an idle kernel (a slow-down lasts
-# 100 ms and more after 50 ms of pause), and 30 ms before a sample, which follows the tracked
-# step of its peak and its bookkeeping (10–20 ms: module doc).
+# run first for up to 150 ms before the headline, which follows an idle kernel (a slow-down
+# lasted 100 ms and more after 50 ms of pause on one host), and up to 30 ms before a sample,
+# which follows the tracked step of its peak and its bookkeeping (10–20 ms: module doc).
 HEADLINE = Precision(5, 30.0, 300.0, 8, warm_ms=150.0)
 SAMPLE = Precision(2, 10.0, 200.0, 5, warm_ms=30.0)
 AGREE = 0.10
@@ -219,7 +230,7 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
         times, fraction, faults = timed_chunk(step, device, fewest)
         first = statistics.median(times)
         if precision.warm_up_ms(first) > 0:  # the rule the samples' budget counts by
-            _warm_up(step, precision.warm_ms)
+            _warm_up(step, precision.warm_ms, first)
             known = first
         else:
             timing.add(times, fraction > QUIET_WAIT, faults)
@@ -231,11 +242,25 @@ def time_steps(step: Callable[[], Any], device: Device, precision: Precision,
     return timing
 
 
-def _warm_up(step: Callable[[], Any], ms: float) -> None:
-    """Step untimed for ``ms`` (module doc)."""
+def _warm_up(step: Callable[[], Any], ms: float, iteration_ms: float) -> None:
+    """Step outside the timing until the iterations stop getting faster, for at most ``ms``
+    (module doc): in windows of about ``ms`` / ``WARM_WINDOWS`` (at least
+    ``WARM_WINDOW_ITERATIONS`` of ``iteration_ms``), until ``SETTLED_WINDOWS`` windows in a
+    row have a median iteration no more than ``SETTLE_FALL`` below the fastest window's before
+    them."""
     end = time.perf_counter() + ms / 1e3
-    while time.perf_counter() < end:
-        step()
+    window_ms = ms / WARM_WINDOWS
+    n = max(WARM_WINDOW_ITERATIONS, math.ceil(window_ms / max(iteration_ms, 1e-3)))
+    fastest, settled = math.inf, 0
+    while time.perf_counter() < end and settled < SETTLED_WINDOWS:
+        window = []
+        for _ in range(n):
+            began = time.perf_counter()
+            step()
+            window.append(time.perf_counter() - began)
+        median = statistics.median(window)
+        settled = settled + 1 if median >= (1 - SETTLE_FALL) * fastest else 0
+        fastest = min(fastest, median)
 
 
 def chunk_after(iteration_ms: float, fewest: int) -> int:
