@@ -1,10 +1,15 @@
 """Which batch sizes to measure for the performance curves, decided as the measurements come in.
 
-Geometric spacing, cheapest first: 2× the user's batch, then ½× when the time grew clearly
-from the user's batch to 2× (beyond twice the tolerance: a slope that three close points
-resolve), else 4× (a time that barely grows needs a wider range to show its slope, and a flat
-one is looked at further anyway); ``choose_sizes`` backs off when memory is short. Then more
-only where the samples ask for it and the time budget allows:
+Geometric spacing: 2× the user's batch, then ½× when the time grew clearly from the user's
+batch to 2× (beyond twice the tolerance: a slope that three close points resolve), else 4× (a
+time that barely grows needs a wider range to show its slope, and a flat one is looked at
+further anyway); ``choose_sizes`` backs off when memory is short. Where the time grew clearly
+and the budget affords 4×, 4× comes before ½×, which then follows where the budget still
+allows it: the drag and the sizes a user asks about lie above their batch, and a line through
+½–2× carried to 8× multiplies its samples' noise by about four. From 8 on a CPU, ½–2×
+predicted 1.5–8× with 6.5–11.1 % mean errors for the example Transformer and LSTM; with 4×
+first, at the same cost, 3.5–5.7 % (BENCHMARKS.md, session 54). Then more only where the
+samples ask for it and the time budget allows:
 
 - while the time stays flat (launch-bound: the host, not the device, sets the pace), double the
   largest size, up to ``FLAT_REACH``× the user's batch as memory allows: a curve that is flat
@@ -20,12 +25,12 @@ only where the samples ask for it and the time budget allows:
   of 12 with it, though there the small sizes' own noise, > 1.25× off the curve, still turned
   3 off; the example MLP of 2 ms, quiet: trusted in 12 vs 7 of 16 profiles from 8, 15 vs 11
   from 16; BENCHMARKS.md);
-- 4× the user's batch where the samples stop below it, then, where iterations are cheap
-  (under ``CHEAP_MS``), ¼×: the drag reaches 8× the largest sample, and memory extrapolated
-  from samples that end at 2× missed a phase's slope change beyond them (an H100
-  Transformer from 32: 16, 32 and 64 measured, memory 1.17 % low on average and 2.05 % at
-  16×; BENCHMARKS.md, session 15). Where the time grew clearly at 2× (the third size was ½×)
-  on a CPU the budget rarely allows it: 4× costs about 19 of the user's iterations;
+- 4× the user's batch where the samples stop below it, then ½× where 4× came before it, then,
+  where iterations are cheap (under ``CHEAP_MS``), ¼×: the drag reaches 8× the largest sample,
+  and memory extrapolated from samples that end at 2× missed a phase's slope change beyond
+  them (an H100 Transformer from 32: 16, 32 and 64 measured, memory 1.17 % low on average and
+  2.05 % at 16×; BENCHMARKS.md, session 15). A ½× that the user's code refuses ends the range
+  below their batch only;
 - then, up to ``reach``× the user's batch (the caller's: 16× on a GPU), twice the largest
   size: a GPU's cheap iterations afford it, and a curve measured to 4× missed how the time
   grows beyond (an H100's MLP from 32, measured to 128: 13.7 % low at 384, 7.7 % on average
@@ -155,9 +160,16 @@ def sample_curve(
     first, _ = choose_sizes(peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors,
                             multiples=FIRST, max_points=2)
     # ½× when 2× grew; where there is none (batch 1: its profile once stopped at 1 and 2) or
-    # the user's code refuses it (an even batch, batch norm at 1): 4×
+    # the user's code refuses it (an even batch, batch norm at 1): 4×. 4× first where the
+    # budget affords it: the drag and the sizes a user asks about lie above their batch, and
+    # a line through ½–2× carried 4× beyond its samples multiplies their noise (module doc)
     halves = user > 1 and _grows(first, found.times, user, tolerance)
-    for third in (HALF, FAR) if halves else (FAR,):
+    spent_ms = 1000.0 * (time.perf_counter() - start)
+    over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
+    far_first = halves and (spent_ms + over * _cost(found, user_ms, FAR[0] * user, timed_ms)
+                            <= budget_ms)
+    thirds = (FAR, HALF) if far_first else (HALF, FAR) if halves else (FAR,)
+    for third in thirds:
         found.peaks, found.reason = choose_sizes(
             peak_at, user, user_peak, capacity_bytes, oom_errors=oom_errors, multiples=third,
             known=first, refused=list(found.refused))
@@ -174,7 +186,8 @@ def sample_curve(
         over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
         halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
                    if between else None)
-        target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway)
+        target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway,
+                            half=far_first)
         target = None if target is None else _fits(target, found.peaks, capacity_bytes)
         target = None if target is None or _refused(found, target, user) else target
         if (target is None
@@ -203,6 +216,8 @@ def sample_curve(
         except SizeFailed:
             if min(found.peaks) < target < max(found.peaks):  # the sizes around it ran
                 found.between.append(found.refused.pop())
+            elif target < user:
+                continue  # it ends the range below the user's batch, not the one above
             break
         except oom_errors:
             break
@@ -225,9 +240,11 @@ def _grows(peaks: dict[int, int], times: dict[int, float], user: int,
 
 
 def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int, user_ms: float,
-               reach: int, halfway: Callable[[int], bool] | None) -> int | None:
+               reach: int, halfway: Callable[[int], bool] | None,
+               half: bool = False) -> int | None:
     """The next size to measure (None: none); ``halfway``: which sizes between measured
-    powers of two the budget affords (None: none are measured)."""
+    powers of two the budget affords (None: none are measured); ``half``: ½× is still to
+    come (4× came before it)."""
     sizes = sorted(found.peaks)
     largest, smallest = sizes[-1], sizes[0]
     flat_reach = FLAT_REACH * user
@@ -242,6 +259,8 @@ def _next_size(found: Samples, curve: Curve, untrusted: bool, user: int, user_ms
         return 2 * largest
     if largest < 4 * user:
         return 4 * user
+    if half and smallest > user // 2 and not _refused(found, user // 2, user):
+        return user // 2
     if user_ms < CHEAP_MS and smallest > user // 4 >= 1 and not _refused(found, user // 4, user):
         return user // 4
     if largest < reach * user:

@@ -376,14 +376,6 @@ def test_a_size_refused_above_the_samples_ends_the_drag_below_it() -> None:
     assert models.can_manipulate and models.fails_at == 64 and models.max_batch_size() == 63
 
 
-def test_a_refused_half_is_replaced_by_4x_and_nothing_smaller_is_tried() -> None:
-    machine = Machine(lambda n: 0.01 * n + 0.3, refuses=lambda n: n % 4 != 0)  # pairs of pairs
-    found, models = sample(machine, 12)  # 2× grew: ½× (6) is refused, 4× instead
-    assert machine.calls[:3] == [24, 6, 48] and 3 not in machine.calls
-    assert [r.batch_size for r in found.refused] == [6] and min(found.peaks) == 12
-    assert models.can_manipulate and models.fails_at is None
-
-
 def test_a_size_refused_between_two_that_ran_is_said_and_ends_no_range(monkeypatch) -> None:
     """A GPU's half (``sample_plan._halfway``) the user's code refused, 12 between 8 and 16
     (``Samples.between``): the drag's range stays that of the samples, and the report says

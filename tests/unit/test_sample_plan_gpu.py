@@ -284,6 +284,6 @@ def test_a_half_the_users_code_refuses_ends_no_range() -> None:
                            between=True)
     assert [r.batch_size for r in found.refused] == [5]
     assert [r.batch_size for r in found.between] == [15], found.between
-    assert pairs.calls == [20, 5, 40, 80, 160, 120, 60, 30, 15] and 15 not in found.peaks
+    assert pairs.calls == [20, 40, 5, 80, 160, 120, 60, 30, 15] and 15 not in found.peaks
     assert models.can_manipulate and models.fails_at is None and models.min_batch_size() == 6
     assert models.max_batch_size() == 8 * max(found.peaks) == 8 * 160
