@@ -163,9 +163,13 @@ def sample_curve(
     # the user's code refuses it (an even batch, batch norm at 1): 4×. 4× first where the
     # budget affords it: the drag and the sizes a user asks about lie above their batch, and
     # a line through ½–2× carried 4× beyond its samples multiplies their noise (module doc)
+    def pace() -> tuple[float, float]:
+        """ms spent so far, and how much more the sizes cost than their estimates (≥ 1)."""
+        spent = 1000.0 * (time.perf_counter() - start)
+        return spent, max(1.0, spent / estimated) if estimated > 0 else 1.0
+
     halves = user > 1 and _grows(first, found.times, user, tolerance)
-    spent_ms = 1000.0 * (time.perf_counter() - start)
-    over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
+    spent_ms, over = pace()
     far_first = halves and (spent_ms + over * _cost(found, user_ms, FAR[0] * user, timed_ms)
                             <= budget_ms)
     thirds = (FAR, HALF) if far_first else (HALF, FAR) if halves else (FAR,)
@@ -177,13 +181,12 @@ def sample_curve(
             break
     retimed: set[int] = set()
     while found.reason is None:
-        spent_ms = 1000.0 * (time.perf_counter() - start)
+        spent_ms, over = pace()
         sizes = sorted(found.peaks)
         curve, untrusted = fit_time(sizes, [found.times[n] for n in sizes], tolerance)
         allowed_ms = budget_ms * (1 + RESCUE_SHARE if untrusted else 1)
-        # every size at what the sizes so far really cost over their estimates, halves within
-        # the budget itself (the module's docstring)
-        over = max(1.0, spent_ms / estimated) if estimated > 0 else 1.0
+        # every size at what the sizes so far really cost over their estimates (``over``),
+        # halves within the budget itself (the module's docstring)
         halfway = (partial(_affordable, found, user_ms, timed_ms, (budget_ms - spent_ms) / over)
                    if between else None)
         target = _next_size(found, curve, bool(untrusted), user, user_ms, reach, halfway,

@@ -33,14 +33,13 @@ stepped for 300 ms, +5 … +6 % with the warm-up (BENCHMARKS.md, session 51). So
 where the first iteration takes less than ``WARM_BELOW_MS``, the step runs untimed first,
 until its iterations stop getting faster and for at most the precision's ``warm_ms``; a longer
 step's timing starts with its first iteration, as a slow one among 5 moves their median
-little. How long the
-slow stretch lasts is the host's: ~100 ms, easing all along, on session 51's; on session 54's
-two or three iterations (the MLP at 32 after 50 ms of Python: +176, +29, +10 %, then steady; the
-CNN at 8 only its first, +21 %), where the whole ``warm_ms`` bought nothing (headlines within
-±5 % of a warm loop with it and without it, at 1.4–10 ms steps) and cost up to 17 of a 9 ms
-step's iterations. So it runs in windows (10 ms before the headline, 2 ms before a sample) and
-stops once two in a row are no faster than the fastest before them: iterations still getting
-faster are seen window by window.
+little. How long the slow stretch lasts is the host's: ~100 ms, easing all along, on
+session 51's; on session 54's two or three iterations (the MLP at 32 after 50 ms of Python:
++176, +29, +10 %, then steady; the CNN at 8 only its first, +21 %), where the whole
+``warm_ms`` bought nothing (headlines within ±5 % of a warm loop with it and without it, at
+1.4–10 ms steps) and cost up to 17 of a 9 ms step's iterations. So it runs in windows (10 ms
+before the headline, 2 ms before a sample) and stops once two in a row are no faster than the
+fastest before them: iterations still getting faster are seen window by window.
 
 Known limitations: a median hides a real bimodal iteration (e.g. a data-dependent branch taken
 every other step); the caller sees the spread in ``Timing.ms``.
@@ -247,10 +246,10 @@ def _warm_up(step: Callable[[], Any], ms: float, iteration_ms: float) -> None:
     (module doc): in windows of about ``ms`` / ``WARM_WINDOWS`` (at least
     ``WARM_WINDOW_ITERATIONS`` of ``iteration_ms``), until ``SETTLED_WINDOWS`` windows in a
     row have a median iteration no more than ``SETTLE_FALL`` below the fastest window's before
-    them."""
+    them. Timed here, not by ``timed_chunk``: the timing's chunks (and the scripts that stand
+    in for them in tests) are only the timed iterations."""
     end = time.perf_counter() + ms / 1e3
-    window_ms = ms / WARM_WINDOWS
-    n = max(WARM_WINDOW_ITERATIONS, math.ceil(window_ms / max(iteration_ms, 1e-3)))
+    n = max(WARM_WINDOW_ITERATIONS, math.ceil(ms / WARM_WINDOWS / max(iteration_ms, 1e-3)))
     fastest, settled = math.inf, 0
     while time.perf_counter() < end and settled < SETTLED_WINDOWS:
         window = []
