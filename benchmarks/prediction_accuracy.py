@@ -11,6 +11,9 @@ phases of a shared machine hit every quantity alike. After ``--repeats`` rounds:
   predict once measurement noise is averaged out);
 - "one profile": each round's own ``report.models`` (what a user gets from a single profile),
   its mean |error| per round, median over rounds;
+- "paired": the same, each profile against its own round's measurements, taken within seconds
+  after it, as a user runs their loop after profiling (the medians over rounds span minutes,
+  over which a shared host's pace moves: BENCHMARKS.md, session 54);
 - cost: median over rounds of (wall(predict=True) − wall(predict=False)) / wall(predict=False).
 - off: how many of the profiles' own curves refused to predict (the user sees dragging off);
   their samples still count in the median fit, which is judged unless it refuses too;
@@ -93,6 +96,7 @@ class Row:
     upper_time_errors: list[float] = field(default_factory=list)  # line through top 2
     upper_memory_errors: list[float] = field(default_factory=list)
     one_profile_time: float = float("nan")  # median over rounds of a round's mean |error| %
+    paired_time: float = float("nan")  # as one_profile_time, against its own round's truths
     spread: list[float] = field(default_factory=list)  # per held-out size, %
     sample_spread: list[float] = field(default_factory=list)  # per sample size, %
     profile_s: float = 0.0
@@ -224,6 +228,10 @@ def run_one(name: str, start: int, device: Any, scale: str, repeats: int,
 
     row.one_profile_time = one_profile(
         lambda models, b: relative(models.predict_iteration_ms(b), truth[b].iteration_ms))
+    paired = [mean_abs([relative(r.models.predict_iteration_ms(b), held[b][i].iteration_ms)
+                        for b in row.held_out if b <= r.models.max_batch_size()])
+              for i, r in enumerate(reports) if r.models.can_manipulate]
+    row.paired_time = statistics.median(paired) if paired else float("nan")
     if shape:
         row.one_profile_shape = one_profile(lambda models, b: relative(
             models.predict_iteration_ms(b) / models.predict_iteration_ms(start), growth[b]))
@@ -283,17 +291,18 @@ def table(rows: list[Row], kind: str) -> str:
     time_bar, memory_bar = BARS[kind]
     lines = [
         "| model | size | start | start ms | samples | held-out | time mean % | time max % | "
-        "1-prof time % | spread % | sample spread % | mem mean % | mem max % | R² time | "
-        "profile s | sampling s | ratio | bars | upper pair time / mem mean % | off | "
+        "1-prof time % | paired % | spread % | sample spread % | mem mean % | mem max % | "
+        "R² time | profile s | sampling s | ratio | bars | upper pair time / mem mean % | off | "
         "shape mean % | 1-prof shape % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         off = f"{len(r.refused)}/{r.profiles}"
         if r.reason:
             lines.append(f"| {r.model} | {r.size} | {r.start} | {r.start_ms:.1f} | "
                          f"{','.join(map(str, r.samples))} | {','.join(map(str, r.held_out))} "
-                         f"| median fit refused: {r.reason} | | {r.one_profile_time:.1f} |"
+                         f"| median fit refused: {r.reason} | | {r.one_profile_time:.1f} | "
+                         f"{r.paired_time:.1f} |"
                          + " |" * 10 + f" {off} | | {r.one_profile_shape:.1f} |")
             continue
         failed = [what for what, fine in (
@@ -305,7 +314,7 @@ def table(rows: list[Row], kind: str) -> str:
             f"| {r.model} | {r.size} | {r.start} | {r.start_ms:.1f} | "
             f"{','.join(map(str, r.samples))} | {','.join(map(str, r.held_out))} | "
             f"{mean_abs(r.time_errors):.1f} | {max_abs(r.time_errors):.1f} | "
-            f"{r.one_profile_time:.1f} | {mean_abs(r.spread):.1f} | "
+            f"{r.one_profile_time:.1f} | {r.paired_time:.1f} | {mean_abs(r.spread):.1f} | "
             f"{mean_abs(r.sample_spread):.1f} | {mean_abs(r.memory_errors):.2f} | "
             f"{max_abs(r.memory_errors):.2f} | {r.r2_time:.4f} | {r.profile_s:.2f} | "
             f"{r.sampling_s:.2f} | {r.ratio:.2f} | "
