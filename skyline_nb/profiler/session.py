@@ -69,7 +69,7 @@ from skyline_nb.profiler.threads import (
     one_thread_note,
     one_thread_notice,
 )
-from skyline_nb.profiler.timing import HEADLINE
+from skyline_nb.profiler.timing import HEADLINE, Timing
 from skyline_nb.profiler.tree import TreeInputs, build_tree
 from skyline_nb.report import OneThread, PeakPlace, Report, WeightEntry
 
@@ -206,6 +206,23 @@ def _not_fitting(dev: Device, size: int, exc: BaseException) -> StartingBatchOOM
         "try a smaller batch size")
 
 
+# Timed steps further apart than this factor: the headline, their median, is one draw of a time
+# the busy machine keeps moving, and the note gives their range. Beside one spinning process at
+# 2 threads, the example CNN's headline steps took 48–174, 58–221 and 42–194 ms in three
+# profiles in a row, whose headlines read 100, 103 and 55 ms (BENCHMARKS.md, session 55).
+VARIED = 1.5
+
+
+def waited_steps(timing: Timing) -> str:
+    """How many of the headline's steps waited for a CPU, and how far apart they lay where
+    that is more than ``VARIED``×."""
+    waits = f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU"
+    low, high = min(timing.ms), max(timing.ms)
+    if high > VARIED * low:
+        waits += f" and took {format_ms(low)} to {format_ms(high)}"
+    return waits
+
+
 class Unsettled(NamedTuple):
     """``_unsettled``'s note, whether it leads the others, and the time at one thread."""
 
@@ -221,8 +238,7 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
     process a kernel's two threads on two cores can run 13× slower than one). Returns the note,
     whether it leads the others (one thread measured faster) and the time at one thread (None:
     not timed)."""
-    timing = level1.timing
-    waits = f"{timing.waited_count} of {len(timing.ms)} timed steps waited for a busy CPU"
+    waits = waited_steps(level1.timing)
     text = f"{waits}: the step time may be higher than on a quiet machine"
     threads = torch.get_num_threads()
     if dev.kind != "cpu" or threads < 2:

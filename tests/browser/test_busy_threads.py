@@ -79,7 +79,8 @@ def test_beside_a_busy_process_the_one_thread_notice_comes_while_the_profile_run
     assert notice.startswith("One torch thread ran this step "), notice
     assert notice.endswith("Cancel, call torch.set_num_threads(1) and profile again."), notice
     assert RATIO.search(notice)[1] == RATIO.search(first)[1], (notice, first)
-    assert re.search(r"; \d+ of \d+ timed steps waited for a busy CPU$", first), first
+    assert re.search(r"; \d+ of \d+ timed steps waited for a busy CPU( and took \S+ \S+ to "
+                     r"\S+ \S+)?$", first), first
     # the header puts the time at one thread beside the iteration, as the note states it
     at_one = [t.removeprefix("At 1 thread: ") for t in summary if t.startswith("At 1 thread: ")]
     assert len(at_one) == 1, summary

@@ -33,7 +33,7 @@ from skyline_nb.profiler.iteration import IterationResult, WarmTrial
 from skyline_nb.profiler.prepare import prepare
 from skyline_nb.profiler.progress import Reporter
 from skyline_nb.profiler.providers import build_trial
-from skyline_nb.profiler.session import _unsettled, profile
+from skyline_nb.profiler.session import _unsettled, profile, waited_steps
 from skyline_nb.profiler.threads import (
     ITERATIONS,
     one_thread_ms,
@@ -146,7 +146,8 @@ def test_a_headline_timed_on_a_busy_machine_says_so_and_what_one_thread_does(thr
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
-    waits = "3 of 3 timed steps waited for a busy CPU"
+    # the steps lay 176× apart: the note gives their range, the median being one draw of them
+    waits = "3 of 3 timed steps waited for a busy CPU and took 1 ms to 176 ms"
     if threads > 1:  # the speed-up leads, the waits follow
         assert text.startswith("One torch thread ran this step ") and text.endswith(f"; {waits}")
     else:
@@ -160,6 +161,17 @@ def test_a_headline_timed_on_a_busy_machine_says_so_and_what_one_thread_does(thr
     assert leads == (threads > 1)
     # said while the profile goes on, too: the progress display shows it until the end
     assert (reporter.notice or "").startswith("One torch thread ran this step ") == leads
+
+
+@pytest.mark.parametrize(("steps", "said"), [
+    ([40.0, 52.0, 58.0], "3 of 3 timed steps waited for a busy CPU"),  # within 1.5×
+    ([48.0, 174.0, 143.0, 52.0, 168.0], "5 of 5 timed steps waited for a busy CPU and took "
+                                        "48 ms to 174 ms"),  # a busy CNN's two paces
+])
+def test_the_waits_note_gives_the_steps_range_where_they_lay_far_apart(steps, said) -> None:
+    timing = Timing()
+    timing.add(steps, waited=True)
+    assert waited_steps(timing) == said
 
 
 def _timing(quiet: int, waited: int) -> Timing:
