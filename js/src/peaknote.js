@@ -2,7 +2,9 @@
 // in backward of layer3.1.conv2 (convolution)"), from the report's peak_place; while a drag
 // predicts another batch size it gives the predicted peak there and, where the memory curve's
 // lines carry the phase of the step they follow (profiler/phases.py), the phase predicted to
-// hold it. Text only.
+// hold it, or the phases whose lines lie within predict.js PHASE_TIE of it there (two lines
+// 0.08 % apart in slope once named the forward at 512 while every sample peaked in backward).
+// Text only.
 //
 // peak_place is where the tensors alive peaked (profiler/peak.py follows storages); the peak's
 // bytes and its phases are the allocator's, which also counts what kernels allocate for
@@ -13,6 +15,7 @@
 import { h } from "./dom.js";
 import { formatBytes } from "./format.js";
 import { num } from "./numbers.js";
+import { PHASE_TIE } from "./predict.js";
 
 const OPTIMIZER_PATH = "[optimizer]";
 
@@ -87,13 +90,15 @@ export function createPeakNote({ report, predictor }) {
   }
 
   function predictedPhase(batch) {
-    let phase = null;
+    let phases = [];
     try {
-      phase = predictor?.peakPhaseAt?.(batch) ?? null;
+      phases = predictor?.peakPhasesAt?.(batch) ?? [];
     } catch {
-      phase = null; // no memory model: the predicted bytes say all there is
+      phases = []; // no memory model: the predicted bytes say all there is
     }
-    return phase ? `, in ${phaseWords(phase)}` : "";
+    if (phases.length < 2) return phases.length ? `, in ${phaseWords(phases[0])}` : "";
+    // lines this close are one peak as far as the samples tell (predict.js PHASE_TIE)
+    return `, in ${phases.map(phaseWords).join(" or ")} (their peaks within ${PHASE_TIE * 100}% of each other)`;
   }
 
   return { el, update };

@@ -99,6 +99,7 @@ function inverse(lines, y) {
 }
 
 export const KNEE_GAIN = 0.05; // XSP's rule: doubling the batch buys less than 5 % more throughput
+export const PHASE_TIE = 0.01; // phases whose predicted peaks lie this close are not told apart
 export const EXTRAPOLATION_LIMIT = 8; // the drag reaches at most 8× the largest measured batch
 export const FLAT_EXTRAPOLATION_LIMIT = 2; // ... and 2× it when the time did not grow
 // Python's cap: batch sizes stay exact integers, and a near-zero memory slope cannot turn the
@@ -194,6 +195,20 @@ export class Predictor {
   peakPhaseAt(batchSize) {
     need(this.memory);
     return lineAt(this.memoryLines, batchSize).phase;
+  }
+
+  /**
+   * PerformanceModels.peak_phases_at: peakPhaseAt first, then every other phase whose memory line
+   * lies within `share` of the curve at batchSize (Curve.lines_near), the higher first.
+   */
+  peakPhasesAt(batchSize, share = PHASE_TIE) {
+    need(this.memory);
+    const top = lineAt(this.memoryLines, batchSize);
+    const y = line(top, batchSize);
+    const near = holding(this.memoryLines, batchSize)
+      .filter((l) => l !== top && line(l, batchSize) >= y - share * Math.abs(y))
+      .sort((a, b) => line(b, batchSize) - line(a, batchSize));
+    return [...new Set([top, ...near].map((l) => l.phase).filter((p) => p !== null))];
   }
 
   /** The largest measured batch when the time did not grow up to it (launch-bound), else null. */

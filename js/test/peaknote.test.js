@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { formatBytes } from "../src/format.js";
 import { createPeakNote, measuredPeakText, peakPhase, peakPlaceText, placePhase } from "../src/peaknote.js";
+import { Predictor } from "../src/predict.js";
 import { loadReport, mount } from "./helpers.js";
 
 let view;
@@ -28,22 +29,43 @@ describe("where the memory peak happened", () => {
 
   test("while a drag predicts, the phase predicted to hold the peak there, when the lines say", () => {
     const report = { peak_bytes: 1024, peak_place: { phase: "backward", module: "encoder", op: "mm" } };
-    const phaseAt = (batch) => (batch > 16 ? "loss" : "backward");
-    const note = createPeakNote({ report, predictor: { peakPhaseAt: phaseAt } });
+    const phasesAt = (batch) => (batch > 16 ? ["loss"] : ["backward"]);
+    const note = createPeakNote({ report, predictor: { peakPhasesAt: phasesAt } });
     note.update({ predicted: true, peakBytes: 4 * 2 ** 20, batch: 64 });
     expect(note.el.textContent).toBe(
       "Predicted peak 4 MiB at batch size 64, in the loss and its backward; measured peak in backward of encoder (mm)");
     note.update({ predicted: true, peakBytes: 2 ** 20, batch: 12 });
     expect(note.el.textContent).toContain("at batch size 12, in the model's backward;");
-    const unknown = createPeakNote({ report, predictor: { peakPhaseAt: () => "<b>warmup</b>" } });
+    const unknown = createPeakNote({ report, predictor: { peakPhasesAt: () => ["<b>warmup</b>"] } });
     unknown.update({ predicted: true, peakBytes: 2 ** 20, batch: 64 });
     expect(unknown.el.textContent).toContain(", in <b>warmup</b>;");
     expect(unknown.el.querySelector("b")).toBeNull();
-    for (const predictor of [{ peakPhaseAt: () => null }, { peakPhaseAt: () => { throw new Error("no memory model"); } }, undefined]) {
+    for (const predictor of [{ peakPhasesAt: () => [] }, { peakPhasesAt: () => { throw new Error("no memory model"); } }, undefined]) {
       const plain = createPeakNote({ report, predictor });
       plain.update({ predicted: true, peakBytes: 2 ** 20, batch: 64 });
       expect(plain.el.textContent).toBe("Predicted peak 1 MiB at batch size 64; measured peak in backward of encoder (mm)");
     }
+  });
+
+  test("phases whose predicted peaks lie within 1% of each other are named together", () => {
+    // a BERT's forward and backward peaks grew 313,096 and 312,852 B a sample: the forward's
+    // line crossed above at 512 by 0.03 %, while every sample peaked in backward
+    const report = { peak_bytes: 1024, peak_place: { phase: "backward", module: "bert", op: "addmm" } };
+    const predictor = new Predictor({
+      ...loadReport("small").models,
+      memory: { shape: "line", lines: [
+        { slope: 312_852, intercept: 1_200_000, phase: "backward" },
+        { slope: 313_096, intercept: 1_080_000, phase: "forward" },
+      ] },
+    });
+    expect(predictor.peakPhaseAt(512)).toBe("forward");
+    expect(predictor.peakPhasesAt(512)).toEqual(["forward", "backward"]);
+    expect(predictor.peakPhasesAt(16)).toEqual(["backward"]); // 1.9 % above the forward's there
+    expect(predictor.peakPhasesAt(512, 1e-5)).toEqual(["forward"]); // 0.003 % apart
+    const note = createPeakNote({ report, predictor });
+    note.update({ predicted: true, peakBytes: 161_500_000, batch: 512 });
+    expect(note.el.textContent).toBe("Predicted peak 154 MiB at batch size 512, in the model's forward or "
+      + "the model's backward (their peaks within 1% of each other); measured peak in backward of bert (addmm)");
   });
 
   test("reports that do not say show no line", () => {
@@ -77,7 +99,7 @@ describe("the measured peak's place when a kernel's workspace moves the allocato
     const report = lstm({ forward: 10, loss: 14, backward: 16, optimizer: 3 });
     expect(measuredPeakText(report)).toBe(
       "in the model's backward (kernel workspaces included; the tensors alone peak in backward of code outside the model's modules (_log_softmax))");
-    const note = createPeakNote({ report, predictor: { peakPhaseAt: () => "loss" } });
+    const note = createPeakNote({ report, predictor: { peakPhasesAt: () => ["loss"] } });
     note.update();
     expect(note.el.textContent).toMatch(/^Peak 15\.3 MiB, in the model's backward \(kernel workspaces included; /);
     note.update({ predicted: true, peakBytes: 2 ** 25, batch: 32 });

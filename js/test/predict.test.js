@@ -44,6 +44,7 @@ const TABLES = {
   predict_throughput: [(p, x) => p.predictThroughput(x), close],
   predict_peak_bytes: [(p, x) => p.predictPeakBytes(x), close],
   peak_phase_at: [(p, x) => p.peakPhaseAt(x), exact],
+  peak_phases_at: [(p, x) => p.peakPhasesAt(x), exact],
 };
 const SCALARS = {
   max_batch_size: [(p) => answer(() => p.maxBatchSize()), exact],

@@ -121,6 +121,15 @@ class Curve:
                 best = line
         return best
 
+    def lines_near(self, x: float, share: float) -> list[Line]:
+        """The line that is the curve at x (``line_at``), then the others holding there that
+        lie within ``share`` (relative) of it, the higher first."""
+        top = self.line_at(x)
+        y = top(x)
+        near = [line for line in self._holding(x)
+                if line is not top and line(x) >= y - share * abs(y)]
+        return [top, *sorted(near, key=lambda line: -line(x))]
+
     def inverse(self, y: float) -> float:
         """The largest x with curve(x) ≤ y: min over growing lines of (y − intercept)/slope.
 

@@ -40,12 +40,13 @@ from skyline_nb.models.memory_curve import fit_memory
 from skyline_nb.models.trust import AGAIN, fit_time
 
 __all__ = ["EXTRAPOLATION_LIMIT", "FLAT_EXTRAPOLATION_LIMIT", "KNEE_GAIN", "MAX_BATCH_SIZE",
-           "Curve", "LinearFit", "PerformanceModels"]
+           "PHASE_TIE", "Curve", "LinearFit", "PerformanceModels"]
 
 MIN_POINTS = 3
 EXTRAPOLATION_LIMIT = 8  # the drag reaches at most 8× the largest measured batch size
 FLAT_EXTRAPOLATION_LIMIT = 2  # ... and 2× it when the time did not grow over the samples
 OLD_REPORT = "this report was written before the drag range was bounded; profile again to drag"
+PHASE_TIE = 0.01  # phases whose predicted peaks lie this close are not told apart
 
 
 def _curve(fit: Curve | LinearFit | None) -> Curve | None:
@@ -217,6 +218,15 @@ class PerformanceModels:
         """The phase of the step predicted to hold the memory peak at ``batch_size`` (the phase
         of the memory line that is the curve there), or None when the lines carry none."""
         return self._need(self.memory).line_at(batch_size).phase
+
+    def peak_phases_at(self, batch_size: float, share: float = PHASE_TIE) -> list[str]:
+        """``peak_phase_at`` first, then every other phase whose line lies within ``share`` of
+        the curve at ``batch_size``: the curve cannot tell those apart (a BERT's forward and
+        backward peaks grew 313,096 and 312,852 B a sample, and the forward's line crossed
+        above at 512 by 0.03 %, while every sample peaked in backward); empty when the lines
+        carry no phase."""
+        lines = self._need(self.memory).lines_near(batch_size, share)
+        return list(dict.fromkeys(line.phase for line in lines if line.phase is not None))
 
     def turns(self, top: int) -> list[float]:
         """Batch sizes in [min_batch_size, top] between which the throughput is monotone: the

@@ -88,6 +88,7 @@ def test_performance_models_take_the_phases_and_keep_them_aligned_with_valid_sam
         peak_phases=phases)
     assert models.predict_peak_bytes(64) == pytest.approx(max(_phases(64).values()))
     assert [models.peak_phase_at(n) for n in (4, 64)] == ["backward", "forward"]
+    assert [models.peak_phases_at(n) for n in (4, 64)] == [["backward"], ["forward"]]
     with pytest.raises(ValueError, match="differ in length"):
         PerformanceModels.from_samples(sizes, [1.0] * 4, [1] * 4, 0, peak_phases=phases[:2])
 
@@ -270,3 +271,19 @@ def test_cuda_phase_peaks_are_each_phases_high_water_mark_above_the_steps_start(
     books.add(120)
     assert phases.close() == {"forward": 400 - 50, "loss": 330, "backward": 550,
                               "optimizer": 160 + 120}
+
+
+def test_phases_whose_peaks_lie_within_the_tie_are_named_together() -> None:
+    """A BERT's forward and backward peaks grew 313,096 and 312,852 B a sample: every sample
+    peaked in backward, and the forward's line crosses above near 490 by a hair. Beyond the
+    samples both are named, the curve's own line first; where one leads by more, it alone."""
+    sizes = [16, 32, 64]
+    phases = [{"forward": 1_080_000 + 313_096 * n, "backward": 1_200_000 + 312_852 * n,
+               "optimizer": 500_000 + 10 * n} for n in sizes]
+    models = PerformanceModels.from_samples(sizes, [5.0, 9.0, 17.0],
+                                            [max(p.values()) for p in phases], 0,
+                                            peak_phases=phases)
+    assert models.peak_phase_at(512) == "forward"
+    assert models.peak_phases_at(512) == ["forward", "backward"]
+    assert models.peak_phases_at(16) == ["backward"]  # 1.9 % above the forward's
+    assert models.peak_phases_at(512, share=1e-5) == ["forward"]  # 0.003 % apart
