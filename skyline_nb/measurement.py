@@ -4,10 +4,10 @@ The widget compares the measurement with the prediction the report made for N be
 taken (``predicted_ms``, ``predicted_peak_bytes``: kept here, since the report may change),
 and N joins the report's samples (``models.joined``) when the curve through all of them is one
 the profile itself would drag on. Steps that waited for a busy CPU join too, as the profile's
-own samples on a busy machine do: the widget says the time may be high, the curve goes through
-what the user was shown, and a measurement at N again replaces it. Refusing them left the
-feature all but unseen in JupyterLab on a 2-core machine, where chromium's work beside the
-kernel made the Llama-style model's steps at 60 wait in both of two tries (session 44).
+own samples on a busy machine do: the widget says a quieter machine may run it faster, the
+curve goes through what the user was shown, and a measurement at N again replaces it. Refusing
+them left the feature all but unseen in JupyterLab on a 2-core machine, where chromium's work
+beside the kernel made the Llama-style model's steps at 60 wait in both of two tries (session 44).
 
 N goes in as measured, as the profile's own samples do (each timed in a block of its own on the
 warm model), so the curve goes through the number the widget shows for it. A ratio to the

@@ -44,13 +44,20 @@ const TITLES = Object.freeze({
   measure: "Run the iteration at this batch size and compare with the prediction",
 });
 
+// Said of a busy machine's measurement whether it came out above or below the prediction ("so
+// the measured time may be high" read as a contradiction beside "120% off" the fast way), and
+// naming what counts as busy: on 2 cores a notebook's own server and browser make the steps of
+// two torch threads wait.
+const BUSY = "the machine was busy: most steps waited for a CPU (other programs' work, this "
+  + "notebook's server and browser included), so on a quieter machine this step may run faster";
+
 /**
  * What tells the comparison from noise: a machine busy while it measured (the time is the busy
  * machine's, and may be high), else how far apart the middle half of its timed steps lay
  * (Timing.spread). Null for a measurement from before the kernel sent either.
  */
 function measuredNoise(m) {
-  if (m.waited === true) return "the machine was busy: most steps waited for a CPU, so the measured time may be high";
+  if (m.waited === true) return BUSY;
   const steps = Number(m.steps);
   if (!(steps > 1) || !Number.isFinite(Number(m.spread))) return null;
   return `the middle half of its ${steps} timed steps lay within ${formatPercent(Number(m.spread))} of each other`;

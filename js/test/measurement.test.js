@@ -78,7 +78,8 @@ test("a measurement says how far apart its steps lay, or that the machine was bu
   expect(lines()).toHaveLength(3);
   expect(lines()[2]).toBe("the middle half of its 12 timed steps lay within 8.1% of each other");
   view.model.set("measurement", { ...at40, steps: 20, spread: 0.9, waited: true });
-  expect(lines()[2]).toBe("the machine was busy: most steps waited for a CPU, so the measured time may be high");
+  expect(lines()[2]).toBe("the machine was busy: most steps waited for a CPU (other programs' work, this "
+    + "notebook's server and browser included), so on a quieter machine this step may run faster");
   view.model.set("measurement", { ...at40, iteration_ms: 70 }); // from before the kernel sent either
   expect(lines()).toHaveLength(2);
 });
@@ -136,7 +137,7 @@ describe("a measurement that joins the samples", () => {
 
   test("one measured on a busy machine joins, and a quieter one replaces it", () => {
     const view = measuredView({ waited: true, joined: true });
-    expect(shown(view)).toContain("so the measured time may be high");
+    expect(shown(view)).toContain("so on a quieter machine this step may run faster");
     expect(shown(view)).toContain("goes through 40 too (Measure again when the machine is quieter: it replaces this one)");
   });
 

@@ -160,7 +160,8 @@ def sample_sizes(
     busy = [t.batch_size for t in chosen if not t.converged and t.timing.waited_count]
     if busy:
         warnings.append(
-            f"batch size {', '.join(map(str, busy))} timed on a busy machine: predictions may "
+            f"batch size {', '.join(map(str, busy))} timed on a busy machine (other programs "
+            "took the CPUs; in a notebook, its server and browser count too): predictions may "
             "be off; re-profile when it is quieter"
         )
     phases = {**warm.phases_at, user: warm.user_phases} if warm.user_phases else {}
