@@ -60,7 +60,8 @@ describe.each(["small", "large", "cnn"])("report_%s renders every part", (name) 
     const p = new Predictor(report.models);
     const at = p.maxThroughputBatchSize;
     const beyond = at !== null && Math.round(at) > p.measuredRange[1];
-    expect(where).toBe(at === null ? "measured" : `at batch ${formatInt(Math.round(at))}${beyond ? " \u00b7 extrapolated" : ""}`);
+    const end = at !== null && Math.round(at) === p.maxBatchSize() ? ", the drag's end" : "";
+    expect(where).toBe(at === null ? "measured" : `at batch ${formatInt(Math.round(at))}${end}${beyond ? " \u00b7 extrapolated" : ""}`);
   });
 });
 
@@ -270,8 +271,9 @@ test("the header says where its maximum throughput is, and when the samples do n
   };
   const small = loadReport("small"); // measured 32…256, the range up to 8× the largest
   const [beyond, title] = where(small);
-  expect(beyond).toBe("at batch 2,048 \u00b7 extrapolated");
-  expect(title).toMatch(/at batch 2,048, extrapolated beyond the measured 256; the samples do not reach it/);
+  // the range's top: where the drag stops while the throughput still grows, not a best size
+  expect(beyond).toBe("at batch 2,048, the drag's end \u00b7 extrapolated");
+  expect(title).toMatch(/at batch 2,048, where the drag range ends and the throughput still grows, extrapolated beyond the measured 256; the samples do not reach it/);
   // a steeper line from 128 on (a convex curve): the most throughput is where it takes over,
   // inside the measured sizes: predicted, not extrapolated
   const [line] = small.models.time.lines;

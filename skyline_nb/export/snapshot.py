@@ -93,6 +93,7 @@ def headline(report: dict[str, Any]) -> str:
 
 def _max_where(models: dict[str, Any]) -> str:
     """Where the predicted maximum is, as the widget's header says it: " at batch N" with
+    ", the drag's end" where N is the range's top (the throughput still grows there),
     " (extrapolated)" beyond the measured sizes, " (measured)" where a sample's is the best."""
     try:
         performance = PerformanceModels.from_dict(models)
@@ -102,7 +103,8 @@ def _max_where(models: dict[str, Any]) -> str:
     if at is None:
         return " (measured)" if performance.max_throughput else ""
     beyond = performance.measured_range is not None and round(at) > performance.measured_range[1]
-    return f" at batch {round(at):,}{' (extrapolated)' if beyond else ''}"
+    end = ", the drag's end" if round(at) == performance.max_batch_size() else ""
+    return f" at batch {round(at):,}{end}{' (extrapolated)' if beyond else ''}"
 
 
 def _key_bars(report: dict[str, Any]) -> str:
