@@ -121,14 +121,16 @@ class Curve:
                 best = line
         return best
 
-    def lines_near(self, x: float, share: float) -> list[Line]:
-        """The line that is the curve at x (``line_at``), then the others holding there that
-        lie within ``share`` (relative) of it, the higher first."""
+    def phases_near(self, x: float, share: float) -> list[str]:
+        """The phase of the line that is the curve at x (``line_at``), then those of the others
+        holding there within ``share`` (relative) of it, the higher first: lines that close
+        are one peak as far as the samples tell. Empty when the lines carry no phase."""
         top = self.line_at(x)
         y = top(x)
         near = [line for line in self._holding(x)
                 if line is not top and line(x) >= y - share * abs(y)]
-        return [top, *sorted(near, key=lambda line: -line(x))]
+        lines = [top, *sorted(near, key=lambda line: -line(x))]
+        return list(dict.fromkeys(line.phase for line in lines if line.phase is not None))
 
     def inverse(self, y: float) -> float:
         """The largest x with curve(x) ≤ y: min over growing lines of (y − intercept)/slope.

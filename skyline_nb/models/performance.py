@@ -11,10 +11,10 @@ mirrors the predictions, ``max_batch_size``, ``max_throughput``, the knee, the b
 
 What a report may show (the invariants ``skyline_nb.report_checks`` verifies): whenever
 ``can_manipulate`` is true, over the whole drag range [``min_batch_size()``,
-``max_batch_size()``] the predicted
-time is positive and finite, the peak is positive, and ``max_throughput`` is the largest
-predicted throughput there and at least every measured throughput. The throughput may fall
-where time per sample grows with the batch (a CPU past its caches): that is what a user gets.
+``max_batch_size()``] the predicted time is positive and finite, the peak is positive, and
+``max_throughput`` is the largest predicted throughput there and at least every measured one.
+The throughput may fall where time per sample grows with the batch (a CPU past its caches):
+that is what a user gets.
 The range ends at the memory capacity when that is a real bound (``memory_bound``: GPU memory
 or a CPU budget the user gave; a CPU's free RAM is no bound a user means, but no range passes
 it, less a process's heap, either: a profile once offered 53.6 GiB with 22.4 GiB free) and at
@@ -46,7 +46,9 @@ MIN_POINTS = 3
 EXTRAPOLATION_LIMIT = 8  # the drag reaches at most 8× the largest measured batch size
 FLAT_EXTRAPOLATION_LIMIT = 2  # ... and 2× it when the time did not grow over the samples
 OLD_REPORT = "this report was written before the drag range was bounded; profile again to drag"
-PHASE_TIE = 0.01  # phases whose predicted peaks lie this close are not told apart
+# Phases whose predicted peaks lie this close are not told apart: a BERT's forward and backward
+# peaks grew 313,096 and 312,852 B a sample, and the forward's crossed above at 512 by 0.03 %.
+PHASE_TIE = 0.01
 
 
 def _curve(fit: Curve | LinearFit | None) -> Curve | None:
@@ -215,18 +217,12 @@ class PerformanceModels:
         return self._need(self.memory)(batch_size)
 
     def peak_phase_at(self, batch_size: float) -> str | None:
-        """The phase of the step predicted to hold the memory peak at ``batch_size`` (the phase
-        of the memory line that is the curve there), or None when the lines carry none."""
+        """The phase of the memory line that is the curve at ``batch_size`` (None: none)."""
         return self._need(self.memory).line_at(batch_size).phase
 
     def peak_phases_at(self, batch_size: float, share: float = PHASE_TIE) -> list[str]:
-        """``peak_phase_at`` first, then every other phase whose line lies within ``share`` of
-        the curve at ``batch_size``: the curve cannot tell those apart (a BERT's forward and
-        backward peaks grew 313,096 and 312,852 B a sample, and the forward's line crossed
-        above at 512 by 0.03 %, while every sample peaked in backward); empty when the lines
-        carry no phase."""
-        lines = self._need(self.memory).lines_near(batch_size, share)
-        return list(dict.fromkeys(line.phase for line in lines if line.phase is not None))
+        """``peak_phase_at``, then other phases within ``share`` of it there (``PHASE_TIE``)."""
+        return self._need(self.memory).phases_near(batch_size, share)
 
     def turns(self, top: int) -> list[float]:
         """Batch sizes in [min_batch_size, top] between which the throughput is monotone: the
@@ -332,8 +328,7 @@ class PerformanceModels:
         return math.floor(x) if x >= 1 else 1
 
     def _clamp(self, x: float) -> int:
-        """Round (Python's ``round``: ties to even), clamp to the drag range; nan gives its
-        bottom."""
+        """Round (ties to even) and clamp to the drag range; nan gives its bottom."""
         bottom, top = self.min_batch_size(), self.max_batch_size()
         if math.isnan(x) or x < bottom:
             return bottom
@@ -353,14 +348,10 @@ class PerformanceModels:
             raise ValueError("no fitted model: predictions are off for this report")
         return fit
 
-    # ---- serialisation -------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        """JSON for the report; the widget's JS reads these keys (keep them, add freely).
-
-        ``max_batch_size``, ``max_throughput``, ``bend_batch_size``, ``launch_bound_up_to`` and
-        ``asymptotic_throughput`` are derived (recomputed by ``from_dict``); they are written
-        so readers without the maths can still show them.
-        """
+        """JSON for the report; the widget's JS reads these keys (keep them, add freely). The
+        derived ``max_batch_size``, ``max_throughput``, ``bend_batch_size``, ``launch_bound_up_to``
+        and ``asymptotic_throughput`` are written for readers without the maths."""
         has_memory = self.memory is not None
         return {
             "time": None if self.time is None else self.time.to_dict(),
@@ -386,17 +377,15 @@ class PerformanceModels:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PerformanceModels:
         """Read ``to_dict``'s JSON; a dict from before the bounded range cannot drag."""
-
-        def fit_of(item: dict[str, Any] | None) -> Curve | None:
-            return None if item is None else Curve.from_dict(item)
-
+        time, memory = (None if data.get(k) is None else Curve.from_dict(data[k])
+                        for k in ("time", "memory"))
         knee = data.get("knee_batch_size")
         span = data.get("measured_range")
         best = data.get("measured_max_throughput")
         fails, fails_below = data.get("fails_at"), data.get("fails_below")
         return cls(
-            time=fit_of(data.get("time")),
-            memory=fit_of(data.get("memory")),
+            time=time,
+            memory=memory,
             capacity_bytes=int(data["capacity_bytes"]),
             can_manipulate=bool(data["can_manipulate"]),
             reason=data.get("reason"),
