@@ -181,7 +181,10 @@ def varying_warning(batch_size: int, peaks: tuple[int, int] | None) -> str | Non
     other size is measured on one batch (``measure_level1`` steps the trial's own batch and
     then the reference's, and ``step_peak`` of each is read). A branch on ``x.mean() > 0`` read
     −12 … +23 % at the samples against fresh measurements, routed experts 35 % between two
-    batches; a sparse embedding's gradient 0.8 % (not said: within ``VARYING_SHARE``)."""
+    batches; a sparse embedding's gradient 0.8 % (not said: within ``VARYING_SHARE``). The time
+    varies with the work too: a GRU over random sequence lengths was predicted 2,353 samples/s
+    at 256, measured 5,194 there, and plain loops of other batches ran 3,357–4,214
+    (BENCHMARKS.md, session 55)."""
     if peaks is None:
         return None
     low, high = sorted(peaks)
@@ -193,6 +196,7 @@ def varying_warning(batch_size: int, peaks: tuple[int, int] | None) -> str | Non
         "its batch (a branch on a value, experts chosen per token), on chance (a random "
         "depth) or on how many times it ran (an optimizer stepping at every second call, "
         "gradients accumulated in between). Each other batch size is measured on one batch, "
-        "so the memory curve is one draw per size and may be off by about "
-        f"{format_bytes(high - low)} elsewhere"
+        "so the curves are one draw per size: memory may be off by about "
+        f"{format_bytes(high - low)} elsewhere, and time by as much as the step's work varies "
+        "(a measurement at another size is one more draw)"
     )

@@ -137,8 +137,8 @@ def test_an_inputs_own_gradient_is_an_input_and_its_samples_peaks_are_exact(clea
 def test_a_step_whose_work_depends_on_its_batch_says_so_and_a_plain_one_does_not() -> None:
     """A branch on ``x.mean() > 0`` takes a wider layer for one batch and not the next (the
     input provider alternates the sign of its batches): the two batches of the user's size
-    that level 1 steps peak differently, and the report says that the memory curve is one
-    batch per size. The example MLP's two batches peak alike: nothing is said."""
+    that level 1 steps peak differently, and the report says that the curves, memory and
+    time, are one batch per size. The example MLP's two batches peak alike: nothing is said."""
     calls = [0]
 
     def input_provider(batch_size: int = 16) -> tuple:
@@ -168,7 +168,8 @@ def test_a_step_whose_work_depends_on_its_batch_says_so_and_a_plain_one_does_not
 
     report = profile(Branchy, input_provider, iteration_provider, batch_size=16, device="cpu",
                      predict=False)
-    assert any("two batches of 16 peaked at" in w for w in report.warnings), report.warnings
+    varying = [w for w in report.warnings if "two batches of 16 peaked at" in w]
+    assert varying and "and time by as much as the step's work varies" in varying[0], varying
     plain = profile(*providers_of("mlp"), batch_size=16, device="cpu", predict=False)
     assert not any("two batches of" in w for w in plain.warnings), plain.warnings
 
