@@ -63,7 +63,7 @@ export function createCodeView({ signal, onSelectLine }) {
     // holds only what no forward op made: said here, or its few µs read as the backward pass.
     head.replaceChildren(
       h("span", { text: `Source of ${nodeLabel(node)}: time and memory per line` }),
-      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward" }),
+      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward; memory: what its ops save for backward, plus parameters, gradients and optimizer state created there" }),
     );
     body.replaceChildren();
     if (!sources.length) {
@@ -93,7 +93,9 @@ export function createCodeView({ signal, onSelectLine }) {
       m.el.title = [
         formatFrame({ file: m.file, line: m.line, cell_id: m.cellId }),
         `time ${formatMs(v.timeMs)}, with what it calls (${formatPercent(fraction(v.timeMs, totals.time))} of this level)`,
-        `activations ${formatBytes(v.activationBytes)}, parameters + gradients created here ${formatBytes(m.stat.weightBytes)}`
+        // saved for backward (node.activation_bytes), as the segments' tooltips say: not the
+        // memory bar's "activations", which are the forward outputs alive at the peak
+        `saved for backward ${formatBytes(v.activationBytes)}, parameters + gradients created here ${formatBytes(m.stat.weightBytes)}`
           + [...m.stat.held].map(([label, bytes]) => `, ${label} ${formatBytes(bytes)}`).join("")
           + ` (${formatPercent(fraction(v.bytes, totals.memory))} of this level's memory)`,
         ...partsText(m.stat.parts, scale),
