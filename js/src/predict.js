@@ -199,7 +199,7 @@ export class Predictor {
 
   /**
    * PerformanceModels.peak_phases_at: peakPhaseAt first, then every other phase whose memory line
-   * lies within `share` of the curve at batchSize (Curve.lines_near), the higher first.
+   * lies within `share` of the curve at batchSize (Curve.phases_near), the higher first.
    */
   peakPhasesAt(batchSize, share = PHASE_TIE) {
     need(this.memory);
