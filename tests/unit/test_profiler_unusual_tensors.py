@@ -415,9 +415,12 @@ def test_a_checkpointed_blocks_rerun_and_backward_are_its_own_ops(reentrant: boo
 def test_a_mixed_precision_steps_samples_match_fresh_ones_and_autocast_stays_off() -> None:
     """A step under ``torch.autocast`` (bfloat16 on a CPU): the casts of weights and gradients
     are ops of the step like any other, so every sample's peak is what a fresh measurement at
-    its size reads (to the byte, but for the case below), the curve is there to drag, and
-    autocast is off again in the user's kernel afterwards (the step turned it on inside its own
-    ``with``).
+    its size reads (to the byte, but for the case below), the memory curve through them grows,
+    and autocast is off again in the user's kernel afterwards (the step turned it on inside its
+    own ``with``). Whether the drag is on is the time curve's to say: this step takes 2-4 ms at
+    16 to 256 and barely grows, so on a shared host its scatter can switch the drag off (a
+    clean-clone CI run read R² = 0.37), which is the fit's honest refusal, tested on scripted
+    times in ``test_models_trust.py``.
 
     Known, and not autocast's: where AdamW's update holds the peak, a sample whose categories
     are followed (``WarmTrial.peak_at``: its measured iteration runs under the peak tracker's
@@ -429,7 +432,8 @@ def test_a_mixed_precision_steps_samples_match_fresh_ones_and_autocast_stays_off
     report = profile(*provs, device="cpu")
     _consistent(report)
     assert not torch.is_autocast_enabled("cpu")
-    assert report.models is not None and report.models.can_manipulate, report.models.reason
+    memory = report.models.memory if report.models is not None else None
+    assert memory is not None and memory.slope > 0 and memory(1) > 0, report.models
     for sample in report.samples[:4]:
         fresh = measure_iteration(*provs, sample.batch_size, "cpu").peak_bytes
         assert 0 <= sample.peak_bytes - fresh <= 8, (sample.batch_size, sample.peak_bytes, fresh)
