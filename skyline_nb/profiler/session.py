@@ -246,7 +246,9 @@ def _unsettled(level1: IterationResult, warm: WarmTrial, dev: Device,
     reporter.stage("timing the step at one torch thread, to compare", ITERATIONS + 1)
     one_ms = one_thread_ms(warm.trial.step, dev, level1.iteration_ms)
     leads = faster(one_ms, level1.iteration_ms)
-    if leads:  # said at once too: the rest of the profile may take minutes at this pace
+    if leads and reporter.notice is None:  # said at once: the rest may take minutes at this pace
+        # (a process with more threads than CPUs keeps its first notice: it names the cause and
+        # the count to set, where this one would say 1 beside it)
         reporter.notice = one_thread_notice(threads, level1.iteration_ms, one_ms)
     note = one_thread_note(threads, level1.iteration_ms, one_ms)
     return Unsettled(f"{note}; {waits}" if leads else f"{text}; {note}", leads,
