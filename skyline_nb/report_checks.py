@@ -163,3 +163,8 @@ def _drag_range(report: Report, models: PerformanceModels) -> Iterator[str]:
     knee = models.knee_batch_size
     if knee is not None and not bottom <= knee <= top:
         yield f"the knee at batch size {knee} is outside the drag range [{bottom}, {top}]"
+    if models.knee_range is not None:
+        low, high = models.knee_range
+        if knee is None or not bottom <= low <= knee <= (top if high is None else high) <= top:
+            yield (f"the knee's range {low}–{high} does not hold the knee ({knee}) within the "
+                   f"drag range [{bottom}, {top}]")

@@ -27,6 +27,8 @@ import { clamp, cssPercent, fraction } from "./scale.js";
 
 const KEY_COMMIT_DELAY_MS = 700; // one edit per burst of key presses, not one per press
 const FALLBACK_TRACK_PX = 160; // jsdom and hidden outputs report a 0-height track
+// A knee whose range (knee.knee_spread) spans more than this ratio is labelled with the range.
+const LOOSE_KNEE = 1.25;
 
 /**
  * The batch size after the pointer moved `moved` px up (negative: down) from where a drag that
@@ -144,13 +146,16 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       // A knee outside the measured sizes says so: it rests on the curve's fixed cost, which
       // samples a few times apart place least surely (one notebook's moved from 11 to 101
       // between profiles whose samples spanned 6-24).
+      // A knee that one sample decides is labelled with the range the samples allow: profiles of
+      // one notebook minutes apart put a point knee at 20, 39, 40, 56, 74 and 145.
       const beyond = predictor.extrapolation(knee);
-      const title = `Knee at batch size ${formatInt(knee)}: doubling the batch beyond it gains < 5 % throughput${beyond ? ` (${beyond}: an estimate)` : ""}`;
+      const { text, loosely } = kneeWords(knee, predictor.kneeRange);
+      const title = `Knee at batch size ${formatInt(knee)}: doubling the batch beyond it gains < 5 % throughput${beyond ? ` (${beyond}: an estimate)` : ""}${loosely}`;
       const outside = beyond ? " sk-knee-extrapolated" : "";
       track.style.setProperty("--sk-knee", cssPercent(fraction(m.predict(knee), m.max)));
       track.append(
         h("div", { class: `sk-bar-knee${outside}`, data: { skyline: "knee" }, title }),
-        h("span", { class: `sk-bar-knee-label${outside}`, text: `knee ${formatInt(knee)}`, attrs: { "aria-hidden": "true" } }),
+        h("span", { class: `sk-bar-knee-label${outside}`, text, attrs: { "aria-hidden": "true" } }),
       );
     }
     const number = h("span", { class: "sk-bar-number" });
@@ -282,4 +287,16 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
 
   setBatch(batch);
   return { el, setBatch, get batch() { return batch; }, commit };
+}
+
+/** The knee's label, and what its title adds where the samples place it loosely (a range wider
+ * than LOOSE_KNEE; high null: some curve put it past the drag's end). */
+function kneeWords(knee, range) {
+  const [low, high] = range ?? [knee, knee];
+  if (high !== null && high <= LOOSE_KNEE * low) return { text: `knee ${formatInt(knee)}`, loosely: "" };
+  const where = high === null ? `from ${formatInt(low)} to past the drag's end` : `between ${formatInt(low)} and ${formatInt(high)}`;
+  return {
+    text: high === null ? `knee ≥ ${formatInt(low)}` : `knee ${formatInt(low)}–${formatInt(high)}`,
+    loosely: `. The samples place it loosely: fitted with one measured size left out at a time, it lies ${where}`,
+  };
 }

@@ -109,6 +109,15 @@ export const OLD_REPORT = "this report was written before the drag range was bou
 
 const isBatchSize = (v) => Number.isInteger(v) && v >= 1 && v <= MAX_BATCH_SIZE;
 
+/** knee.read_spread: [low, high], high null where a curve fitted with one size left out put the
+ * knee past the drag's end; null where the report has none, or one that does not hold the knee. */
+function kneeRange(value, knee) {
+  if (!Array.isArray(value) || value.length !== 2 || knee === null) return null;
+  const [low, high] = value;
+  if (!isBatchSize(low) || !(high === null || isBatchSize(high))) return null;
+  return low <= knee && (high === null || knee <= high) ? [low, high] : null;
+}
+
 /** [lo, hi] as Python's from_dict reads it (int() truncates), or null when absent or unusable. */
 function rangeOf(value) {
   if (!Array.isArray(value) || value.length !== 2) return null;
@@ -149,6 +158,8 @@ export class Predictor {
     // Python's from_dict keeps the stored knee (null included) rather than recomputing it.
     const knee = m.knee_batch_size;
     this.kneeBatchSize = "knee_batch_size" in m && (knee === null || isBatchSize(knee)) ? knee : this.knee();
+    // knee.knee_spread, computed where the samples are: how firmly they place the knee.
+    this.kneeRange = kneeRange(m.knee_range, this.kneeBatchSize);
   }
 
   /** Why these lines cannot support a drag (PerformanceModels.line_problems, same words). */

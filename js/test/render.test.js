@@ -156,6 +156,35 @@ test("a knee outside the measured sizes is marked as extrapolated, one inside is
   }
 });
 
+test("a knee the samples place loosely is labelled with its range, a firm one with its value", () => {
+  const labels = (range) => {
+    view?.unmount();
+    const report = loadReport("small"); // knee 84, measured 32-256, drag range to 2,048
+    report.models = { ...report.models, knee_range: range };
+    view = mount({ report });
+    return view.qa("knee").map((line) => [line.nextElementSibling.textContent, line.title]);
+  };
+  for (const [label, title] of labels([82, 89])) { // the fixture's own: within 1.25×
+    expect(label).toBe("knee 84");
+    expect(title).toBe("Knee at batch size 84: doubling the batch beyond it gains < 5 % throughput");
+  }
+  for (const [label, title] of labels([41, 145])) {
+    expect(label).toBe("knee 41–145");
+    expect(title).toBe("Knee at batch size 84: doubling the batch beyond it gains < 5 % throughput. The samples place it loosely: fitted with one measured size left out at a time, it lies between 41 and 145");
+  }
+  for (const [label, title] of labels([60, null])) {
+    expect(label).toBe("knee ≥ 60");
+    expect(title).toContain("it lies from 60 to past the drag's end");
+  }
+  // a range that does not hold the knee (not one Python writes) is no range: the value shows
+  for (const range of [[90, 120], [10, 20], [0, 100], "41-145"]) {
+    expect(labels(range).map(([label]) => label)).toEqual(["knee 84", "knee 84"]);
+  }
+  expect(new Predictor({ ...loadReport("small").models, knee_range: [41, 145] }).kneeRange).toEqual([41, 145]);
+  const { knee_range: _r, ...old } = loadReport("small").models;
+  expect(new Predictor(old).kneeRange).toBe(null);
+});
+
 test("drag is disabled, with the reason, when the models cannot predict", () => {
   const report = loadReport("small");
   report.models = { ...report.models, can_manipulate: false, reason: "only 2 batch size(s) could be measured" };

@@ -33,6 +33,7 @@ from dataclasses import replace
 import numpy as np
 
 from skyline_nb.models.curve import BEND, CONVEX, FLAT, LINE, Curve, Line, _finish
+from skyline_nb.models.knee import place_knee
 from skyline_nb.models.memory_curve import _order
 from skyline_nb.models.performance import PerformanceModels
 from skyline_nb.models.trust import fit_time, spread
@@ -67,7 +68,7 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
                    envelope=False)
     low, high = int(min(xs)), int(max(xs))
     joined = replace(
-        models, time=time, reason=None, knee_batch_size=None, measured_range=(low, high),
+        models, time=time, reason=None, measured_range=(low, high),
         measured_max_throughput=max(1000.0 * n / t for n, t in zip(xs, ts, strict=True)),
         # a size that raised in the profile and ran now (the user's data, or memory freed since)
         fails_at=None if models.fails_at is None or models.fails_at <= high else models.fails_at,
@@ -76,7 +77,7 @@ def with_time_sample(models: PerformanceModels, sizes: Sequence[int], times_ms: 
     )
     if not joined.can_manipulate:  # the curves' own problems, found on construction
         raise NotJoined(joined.reason or "the curve through it cannot be dragged")
-    joined.knee_batch_size = joined._knee()
+    place_knee(joined, xs, ts)
     return joined
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from skyline_nb.models.curve import FLAT, TOLERANCE, Curve
 from skyline_nb.models.fit import LinearFit
-from skyline_nb.models.knee import KNEE_GAIN, MAX_BATCH_SIZE, knee_batch_size
+from skyline_nb.models.knee import KNEE_GAIN, MAX_BATCH_SIZE, place_knee, read_spread
 from skyline_nb.models.memory_curve import fit_memory
 from skyline_nb.models.trust import AGAIN, fit_time
 
@@ -73,6 +73,7 @@ class PerformanceModels:
     can_manipulate: bool
     reason: str | None = None
     knee_batch_size: int | None = None
+    knee_range: tuple[int, int | None] | None = None  # how firm the knee is (``knee_spread``)
     memory_bound: bool = True
     measured_range: tuple[int, int] | None = None
     measured_max_throughput: float | None = None
@@ -144,7 +145,7 @@ class PerformanceModels:
         if problems:  # everything wrong, the samples' and the curves', then what to do
             more = [p for p in models.line_problems() if p not in problems]
             models.reason = "; ".join(sorted(problems + more, key=AGAIN.__eq__))
-        models.knee_batch_size = models._knee()
+        place_knee(models, xs, ts)
         return models
 
     def line_problems(self) -> list[str]:
@@ -336,12 +337,6 @@ class PerformanceModels:
             return top
         return max(bottom, min(round(x), top))
 
-    def _knee(self) -> int | None:
-        """``knee.knee_batch_size`` over the drag range; None without both curves."""
-        if self.time is None or self.memory is None:
-            return None
-        return knee_batch_size(self.time, self.min_batch_size(), self.max_batch_size())
-
     @staticmethod
     def _need(fit: Curve | None) -> Curve:
         if fit is None:
@@ -369,6 +364,7 @@ class PerformanceModels:
             "launch_bound_up_to": self.launch_bound_up_to,
             "asymptotic_throughput": self.asymptotic_throughput,
             # only where a size failed, or off the default: older reports read the same
+            **({} if self.knee_range is None else {"knee_range": list(self.knee_range)}),
             **({} if self.fails_at is None else {"fails_at": self.fails_at}),
             **({} if self.fails_below is None else {"fails_below": self.fails_below}),
             **({} if self.tolerance == TOLERANCE else {"tolerance": self.tolerance}),
@@ -390,6 +386,7 @@ class PerformanceModels:
             can_manipulate=bool(data["can_manipulate"]),
             reason=data.get("reason"),
             knee_batch_size=None if knee is None else int(knee),
+            knee_range=read_spread(data.get("knee_range")),
             memory_bound=bool(data.get("memory_bound", True)),
             measured_range=None if span is None else (int(span[0]), int(span[1])),
             measured_max_throughput=None if best is None else float(best),

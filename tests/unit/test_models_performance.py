@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from within_ulps import within_ulps
 
+from skyline_nb.models.knee import place_knee
 from skyline_nb.models.performance import (
     EXTRAPOLATION_LIMIT,
     FLAT_EXTRAPOLATION_LIMIT,
@@ -45,7 +46,7 @@ def given(
     """Lines given by hand (as an edited report could hold them), measured over ``measured``."""
     models = PerformanceModels(LinearFit(a, b, 1.0), LinearFit(c, d, 1.0), capacity, True,
                                memory_bound=memory_bound, measured_range=measured)
-    models.knee_batch_size = models._knee()
+    place_knee(models, [], [])  # lines without samples: no spread
     return models
 
 

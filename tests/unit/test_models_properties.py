@@ -16,6 +16,7 @@ import sys
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from skyline_nb.models.knee import place_knee
 from skyline_nb.models.performance import (
     EXTRAPOLATION_LIMIT,
     FLAT_EXTRAPOLATION_LIMIT,
@@ -38,7 +39,7 @@ def build(a: float, b: float, c: float, d: float, capacity: int,
           measured: tuple[int, int] = (1, MAX_BATCH_SIZE)) -> PerformanceModels:
     models = PerformanceModels(LinearFit(a, b, 1.0), LinearFit(c, d, 1.0), capacity, True,
                                measured_range=measured)
-    models.knee_batch_size = models._knee()
+    place_knee(models, [], [])  # lines without samples: no spread
     return models
 
 

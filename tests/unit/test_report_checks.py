@@ -174,6 +174,17 @@ def test_a_knee_outside_the_range_is_named() -> None:
     assert any("knee at batch size 1000000" in f for f in impossible_values(report))
 
 
+def test_a_knee_range_that_does_not_hold_the_knee_is_named() -> None:
+    report = sample_report()
+    knee = report.models.knee_batch_size
+    assert knee is not None and impossible_values(report) == []
+    report.models.knee_range = (knee, None)  # up to past the drag's end: allowed
+    assert impossible_values(report) == []
+    report.models.knee_range = (knee + 1, knee + 5)
+    assert any(f"the knee's range {knee + 1}–{knee + 5} does not hold the knee ({knee})" in f
+               for f in impossible_values(report))
+
+
 def test_nodes_are_compared_with_their_own_parent_only() -> None:
     root = Node(0, "Net", "", "root", 2.0, None, children=[
         Node(1, "A", "a", "module", 1.5, None, children=[Node(2, "x", "a/x#0", "op", 1.5)]),
