@@ -29,8 +29,9 @@ KNEE_GAIN = 0.05  # XSP's rule: doubling the batch buys less than 5 % more throu
 # Batch sizes are integers the JS side must hold exactly; a near-zero memory slope must not
 # turn into a batch size of 10^300 (or an OverflowError in math.floor).
 MAX_BATCH_SIZE = 2**31 - 1
-# Each curve left with one size out must still be fitted from three sizes (MIN_POINTS).
-SPREAD_SIZES = 4
+# Three sizes at least, so that each left with one out is a line through two (a CPU profile's
+# samples are often ½×, 1× and 2× the batch; ``fit_time`` draws two sizes' line, or a flat one).
+SPREAD_SIZES = 3
 
 
 def knee_batch_size(time: Curve, bottom: int, top: int) -> int | None:
