@@ -179,6 +179,8 @@ export function createBreakdown({ kind, title, signal, formatValue, onHover, onD
       if (!segEl) continue;
       const negative = s.value < 0;
       segEl.classList.toggle("sk-negative", negative);
+      // none at this size (a category the peak of a predicted size holds none of): not drawn
+      segEl.classList.toggle("sk-seg-none", s.value === 0);
       if (negative) segEl.dataset.negative = "true";
       else delete segEl.dataset.negative;
       segEl.setAttribute("aria-label", spoken(s, level, formatValue));

@@ -3,6 +3,7 @@
 // without a browser. Memory segments follow the categories the report carries (categories.js).
 
 import { drawnCategories, splitsOverTree } from "./categories.js";
+import { peakPhase } from "./peaknote.js";
 
 /** Node kinds (NodeKind in skyline_nb/categories.py; a Python test keeps the two equal). */
 export const NODE_KIND = Object.freeze({
@@ -234,8 +235,11 @@ export function memorySegments(report, index, node) {
   const parts = isRoot ? children.filter((c) => !standing.has(c.kind)) : children;
   const groups = [];
   const single = [];
+  const sampled = isRoot ? sampledCategories(report) : new Set();
   for (const category of categories) {
-    if (splitsOverTree(category)) groups.push({ category, segs: sortDescending(splitOverTree(category, node, children, parts)) });
+    // none at the measured peak, some at a sample's: drawn whole, at the bytes a drag predicts
+    if (category.bytes === 0 && category.members.some((m) => sampled.has(m.key))) single.push(categorySegment(category, [], true));
+    else if (splitsOverTree(category)) groups.push({ category, segs: sortDescending(splitOverTree(category, node, children, parts)) });
     else if (category.bytes === 0) continue;
     else if (isRoot) single.push(categorySegment(category, children));
     // the node that stood for it at the root (the optimizer for its state), opened: it holds
@@ -256,15 +260,25 @@ function splitOverTree(category, node, children, parts) {
   return segs;
 }
 
+/** The keys of the categories some sample holds bytes of at its peak. */
+function sampledCategories(report) {
+  const keys = new Set();
+  for (const s of report.samples || []) {
+    for (const [key, bytes] of Object.entries(s?.categories || {})) if (Number(bytes) > 0) keys.add(key);
+  }
+  return keys;
+}
+
 /**
  * The segment of a category drawn as one; `measured` keeps its measured bytes, which a
- * remainder's base does not (applyScale).
+ * remainder's base does not (applyScale). `whole`: a category the measured peak holds none
+ * of, drawn at the bytes predicted for it (its parts over the tree were not measured).
  */
-function categorySegment(category, children) {
+function categorySegment(category, children, whole = false) {
   const node = category.nodeKind ? children.find((c) => c.kind === category.nodeKind) : null;
   // the remainder is named as the legend names it ("other"), not by the node that stands for
   // it ("untracked", the name of the time no op holds)
-  const extra = { spec: category, measured: category.bytes, ...(category.remainder ? { name: category.label } : {}) };
+  const extra = { spec: category, measured: category.bytes, whole, ...(category.remainder ? { name: category.label } : {}) };
   return node ? segment(node, category.key, category.bytes, extra)
     : synthetic(`(${category.key})`, category.label, category.nodeKind, category.key, category.bytes, extra);
 }
@@ -278,8 +292,8 @@ function finish(segs) {
  * touches parameters only: optimizerTimeFactor 1) and the rest of the iteration's time takes
  * what is left of R(x) (timeFactor), so the root level sums to the model's iteration time;
  * when the optimizer holds all of either time, every time scales with R(x)/iteration_ms. A
- * category follows the line through its bytes at the two largest samples that measured
- * categories (`categoryFactors`), or, in reports without them, grows with x / measured batch
+ * category follows its bytes at the samples (`categoriesAt`: of the phase the peak is
+ * predicted in), or, in reports without them, grows with x / measured batch
  * when it grows with the batch (`activationFactor`) and stays otherwise; the remainder category
  * is what the memory model predicts beyond all the others. At the measured batch size the
  * measurement is shown as is.
@@ -287,7 +301,7 @@ function finish(segs) {
 export function scaleFor(report, predictor, batch) {
   const measured = Number(report.batch_size);
   if (!predictor || !predictor.canManipulate || batch === measured || !(measured > 0)) {
-    return { batch: measured, predicted: false, timeFactor: 1, optimizerTimeFactor: 1, activationFactor: 1, categoryFactors: {}, peakBytes: null };
+    return { batch: measured, predicted: false, timeFactor: 1, optimizerTimeFactor: 1, activationFactor: 1, categoryFactors: {}, categoryBytes: {}, peakBytes: null };
   }
   const iterationMs = Number(report.iteration_ms);
   const predictedMs = predictor.predictIterationMs(batch);
@@ -295,14 +309,19 @@ export function scaleFor(report, predictor, batch) {
   const rest = [predictedMs - optimizerMs, iterationMs - optimizerMs];
   const single = iterationMs > 0 ? predictedMs / iterationMs : 1;
   const split = rest.every((ms) => ms > 0);
+  const peakBytes = predictor.predictPeakBytes(batch);
+  const categoryBytes = categoriesAt(report, batch, predictor.peakPhaseAt(batch), peakBytes);
   return {
     batch,
     predicted: true,
     timeFactor: split ? rest[0] / rest[1] : single,
     optimizerTimeFactor: split ? 1 : single,
     activationFactor: batch / measured,
-    categoryFactors: categoryFactors(report, batch),
-    peakBytes: predictor.predictPeakBytes(batch),
+    categoryFactors: Object.fromEntries((report.categories || [])
+      .filter((c) => !c.remainder && Number(c.bytes) > 0 && c.key in categoryBytes)
+      .map((c) => [c.key, categoryBytes[c.key] / Number(c.bytes)])),
+    categoryBytes,
+    peakBytes,
   };
 }
 
@@ -326,24 +345,47 @@ export function scaledTime(scale, ms, optimizerMs = 0) {
   return (ms - optimizerMs) * scale.timeFactor + optimizerMs * scale.optimizerTimeFactor;
 }
 
-/** {category key: bytes at `batch` / bytes measured}, from the samples' own categories. */
-function categoryFactors(report, batch) {
+/**
+ * {category key: bytes at `batch`}, from the samples' own categories (each sample's are those
+ * of its peak), among the samples that peaked in `phase`, the phase the memory curve puts the
+ * peak of `batch` in, where two did (else among all): between two of them, on the line through
+ * both; beyond them, the nearest one's, its categories that grow with the batch scaled
+ * together to the curve's `peakBytes` and the others as they were; none where only the
+ * measured batch peaked in `phase` (its own breakdown scales, applyScale).
+ *
+ * A step whose peak moves from the optimizer's update at the measured batch to the backward at
+ * larger ones has no activations at its measured peak: a line through the largest two samples
+ * whatever their phase drew 1.08 MiB where the curve said 4.64 (a tabular model with Adam,
+ * session 56). Beyond the samples no category follows its own line: within the backward, the
+ * same model's gradients fell from 268 KiB at 256 to 5 KiB at 512 as its activations more than
+ * doubled (the peak moved earlier in the backward), and those lines, the gradients' cut at 0,
+ * drew 30.2 MiB at 4,096 where the curve said 26.7 (a sample at 4,096 in another profile read
+ * 26.7, its activations 17,563,656 B; scaled here from 512, 17,554,000).
+ */
+function categoriesAt(report, batch, phase, peakBytes) {
   const samples = (report.samples || [])
     .filter((s) => s && s.categories && Object.keys(s.categories).length && Number.isFinite(s.batch_size))
     .sort((a, b) => a.batch_size - b.batch_size);
-  if (samples.length < 2) return {};
-  const [low, high] = samples.slice(-2);
-  if (!(high.batch_size > low.batch_size)) return {};
-  const factors = {};
-  for (const category of report.categories || []) {
-    const measured = Number(category.bytes);
-    const y1 = Number(low.categories[category.key]);
-    const y2 = Number(high.categories[category.key]);
-    if (category.remainder || !(measured > 0) || !Number.isFinite(y1) || !Number.isFinite(y2)) continue;
-    const at = y2 + ((y2 - y1) / (high.batch_size - low.batch_size)) * (batch - high.batch_size);
-    factors[category.key] = Math.max(0, at) / measured;
+  const same = samples.filter((s) => peakPhase(s.peak_by_phase) === phase);
+  if (phase !== null && same.length === 1 && same[0].batch_size === Number(report.batch_size)) return {};
+  const pool = phase !== null && same.length >= 2 ? same : samples;
+  if (pool.length < 2) return {};
+  const kept = (report.categories || []).filter((c) => !c.remainder);
+  // a key a sample lacks (a report from before the category) is left to applyScale's rule
+  const bytesOf = (sample, key) => (key in sample.categories ? Number(sample.categories[key]) : NaN);
+  const known = (entries) => Object.fromEntries(entries.filter(([, bytes]) => Number.isFinite(bytes)));
+  const above = pool.findIndex((s) => s.batch_size > batch);
+  if (above > 0) { // between two samples: a convex mix, never negative
+    const [low, high] = [pool[above - 1], pool[above]];
+    const t = (batch - low.batch_size) / (high.batch_size - low.batch_size);
+    return known(kept.map((c) => [c.key, bytesOf(low, c.key) * (1 - t) + bytesOf(high, c.key) * t]));
   }
-  return factors;
+  const nearest = above === 0 ? pool[0] : pool[pool.length - 1];
+  const grows = kept.filter((c) => c.grows_with_batch);
+  const fixed = sum(kept.filter((c) => !c.grows_with_batch), (c) => bytesOf(nearest, c.key) || 0);
+  const growing = sum(grows, (c) => bytesOf(nearest, c.key) || 0);
+  const factor = growing > 0 && peakBytes > fixed ? (peakBytes - fixed) / growing : batch / nearest.batch_size;
+  return known(kept.map((c) => [c.key, bytesOf(nearest, c.key) * (c.grows_with_batch ? factor : 1)]));
 }
 
 /**
@@ -358,6 +400,7 @@ export function applyScale(level, scale) {
   for (const s of level.segments) {
     const factor = scale.categoryFactors?.[s.category];
     if (s.category === TIME) s.value = scaledTime(scale, s.base, s.optimizer ? s.base : 0);
+    else if (s.whole && !s.spec?.remainder) s.value = sum(s.spec.members, (m) => scale.categoryBytes?.[m.key] ?? 0);
     else if (factor !== undefined) s.value = s.base * factor;
     else if (s.spec?.growsWithBatch) s.value = s.base * scale.activationFactor;
     else if (!s.spec?.remainder) s.value = s.base;
@@ -367,6 +410,7 @@ export function applyScale(level, scale) {
   for (const s of level.segments) {
     if (!s.spec?.remainder) continue;
     s.value = scale.peakBytes === null ? s.measured : scale.peakBytes - others;
+    if (s.whole && isNoise(s.value, scale.peakBytes ?? 0)) s.value = 0; // none was measured
     if ((s.value < 0) !== (s.base < 0)) level.relayout = true;
     s.base = s.value;
   }

@@ -41,7 +41,7 @@ describe("predicted times: the optimizer's stays", () => {
   });
 
   test("a prediction the optimizer alone would exceed falls back to one factor for all", () => {
-    const quick = { ...predictor, canManipulate: true, predictIterationMs: () => 0.1, predictPeakBytes: (b) => predictor.predictPeakBytes(b) };
+    const quick = { ...predictor, canManipulate: true, predictIterationMs: () => 0.1, predictPeakBytes: (b) => predictor.predictPeakBytes(b), peakPhaseAt: (b) => predictor.peakPhaseAt(b) };
     const scale = scaleFor(report, quick, 64);
     expect(scale.timeFactor).toBeCloseTo(0.1 / report.iteration_ms, 12);
     expect(scale.optimizerTimeFactor).toBe(scale.timeFactor);
