@@ -4,3 +4,6 @@
 
 /** A report's number: a number as it is, a numeric string parsed, anything else NaN. */
 export const num = (v) => (typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : NaN);
+
+/** The sum of `f` over `items`. */
+export const sum = (items, f) => items.reduce((acc, item) => acc + f(item), 0);

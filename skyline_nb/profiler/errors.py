@@ -6,6 +6,8 @@ line), because the user must fix their code, not ours. The magic shows these mes
 
 from __future__ import annotations
 
+from skyline_nb.export.units import format_bytes
+
 
 class ProfilerError(Exception):
     """Base of everything skyline_nb raises on purpose while profiling."""
@@ -40,3 +42,9 @@ class ModelOOMError(ResourceError):
     (``Device.oom_types``): what backs off to a smaller batch on those must not for this, and
     ``profile`` must not reword it as the starting batch not fitting ("try a smaller batch
     size", which cannot help)."""
+
+
+def in_bytes(count: int) -> str:
+    """A size for a message about a budget the user typed ("4MiB"): in their units, and exact
+    (budgets are compared to the byte): '4 MiB (4,194,304 bytes)'."""
+    return f"{format_bytes(count)} ({count:,} bytes)"

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 from skyline_nb.categories import Categories
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
+from skyline_nb.profiler.errors import in_bytes
 from skyline_nb.profiler.memory import LiveStorageTracker, named_tensors
 from skyline_nb.profiler.peak import PeakTracker
 from skyline_nb.profiler.phases import LABELS, PhaseMarks, shifted
@@ -391,7 +392,7 @@ def _tracked_warmup(
                 **LABELS, MARK_BYTES: "reference"}, first="own")["own"]
     if device.memory_budget is not None and peak > device.memory_budget:
         raise CPUOutOfMemoryError(
-            f"the iteration needs {peak} bytes, more than the CPU memory budget of "
-            f"{device.memory_budget} bytes", peak)
+            f"the iteration needs {in_bytes(peak)}, more than the CPU memory budget of "
+            f"{in_bytes(device.memory_budget)}", peak)
     return trial, peak, readings
 

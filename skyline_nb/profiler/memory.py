@@ -25,6 +25,7 @@ import torch
 from skyline_nb.categories import Category
 from skyline_nb.profiler import torch_private as tp
 from skyline_nb.profiler.device import CPUOutOfMemoryError
+from skyline_nb.profiler.errors import in_bytes
 from skyline_nb.profiler.leaves import tensors_in
 
 DispatchMode = tp.dispatch_mode_base()
@@ -72,7 +73,8 @@ class LiveStorageTracker(DispatchMode):
             self.peak = self.live
             if self.budget is not None and self.peak > self.budget:
                 raise CPUOutOfMemoryError(
-                    f"the iteration needs more than the CPU memory budget of {self.budget} bytes",
+                    f"the iteration needs more than the CPU memory budget of "
+                    f"{in_bytes(self.budget)}",
                     self.peak, stopped=True)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

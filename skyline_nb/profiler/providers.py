@@ -27,6 +27,7 @@ from skyline_nb.profiler.errors import (
     ModelOOMError,
     ProviderError,
     ProviderSignatureError,
+    in_bytes,
 )
 from skyline_nb.profiler.memory import tensor_bytes
 from skyline_nb.profiler.references import computed_tensors, optimizer_over, user_holds
@@ -306,17 +307,16 @@ def _copy(model: nn.Module) -> nn.Module:
 def _does_not_fit(providers: Providers, device: Device, model: nn.Module | None,
                   copied: bool) -> str:
     """``ModelOOMError``'s words: the capacity, what the model takes (once built), what to try."""
-    budget = device.memory_budget
-    capacity = f"{'budget ' if budget is not None else ''}of {device.capacity_bytes()} bytes"
+    budget = device.memory_budget is not None
     what = "it ran out while being built"
     if model is not None:
         tensors = [t for t in (*model.parameters(), *model.buffers()) if not is_lazy(t)]
-        what = f"its parameters and buffers take {sum(map(tensor_bytes, tensors))} bytes"
+        what = f"its parameters and buffers take {in_bytes(sum(map(tensor_bytes, tensors)))}"
         if copied:
             what += ", and as it is also used elsewhere a copy is trained: as much again"
-    hint = "a larger memory budget or " if budget is not None else ""
-    return (f"the model of {providers.where(providers.model)} does not fit in the "
-            f"{device.kind} memory {capacity}: {what}; try {hint}a smaller model")
+    return (f"the model of {providers.where(providers.model)} does not fit in the {device.kind} "
+            f"memory {'budget ' if budget else ''}of {in_bytes(device.capacity_bytes())}: {what}; "
+            f"try {'a larger memory budget or ' if budget else ''}a smaller model")
 
 
 def make_inputs(providers: Providers, batch_size: int, device: Device) -> Inputs:

@@ -28,7 +28,7 @@ from skyline_nb.export.units import format_ms
 from skyline_nb.profiler.compiled import compiled_graphs, compiled_warning, scripted_warning
 from skyline_nb.profiler.cpus import oversubscribed_note, usable_cpus
 from skyline_nb.profiler.device import CPUOutOfMemoryError, Device
-from skyline_nb.profiler.errors import StartingBatchOOMError
+from skyline_nb.profiler.errors import StartingBatchOOMError, in_bytes
 from skyline_nb.profiler.held import held_warning
 from skyline_nb.profiler.isolation import isolated
 from skyline_nb.profiler.iteration import (
@@ -194,15 +194,15 @@ def _not_fitting(dev: Device, size: int, exc: BaseException) -> StartingBatchOOM
     gave, whose own error says no more than that), and what to try."""
     if isinstance(exc, CPUOutOfMemoryError) and dev.memory_budget is not None:
         needs = "" if exc.needed is None else (
-            f" (it needs {'more than ' if exc.stopped else ''}{exc.needed} bytes"
+            f" (it needs {'more than ' if exc.stopped else ''}{in_bytes(exc.needed)}"
             f"{': it was stopped there' if exc.stopped else ''})")
         smaller = "a smaller batch size or " if size > 1 else ""
         return StartingBatchOOMError(
             f"one iteration at batch size {size} does not fit in the cpu memory budget of "
-            f"{dev.capacity_bytes()} bytes{needs}; try {smaller}a larger memory budget")
+            f"{in_bytes(dev.capacity_bytes())}{needs}; try {smaller}a larger memory budget")
     return StartingBatchOOMError(
         f"one iteration at batch size {size} does not fit in the {dev.kind} memory "
-        f"({dev.capacity_bytes()} bytes free for this kernel when the profile began): {exc}; "
+        f"({in_bytes(dev.capacity_bytes())} free for this kernel when the profile began): {exc}; "
         "try a smaller batch size")
 
 

@@ -65,8 +65,8 @@ def test_a_held_model_whose_copy_does_not_fit_says_the_model_does_not_fit():
         run(held_model_provider, memory_budget=8 * 1024)
     message = str(info.value)
     assert "cannot be copied" not in message
-    assert "does not fit in the cpu memory budget of 8192 bytes" in message
-    assert f"take {MODEL_BYTES} bytes" in message and "used elsewhere" in message
+    assert "does not fit in the cpu memory budget of 8 KiB (8,192 bytes)" in message
+    assert f"({MODEL_BYTES:,} bytes)" in message and "used elsewhere" in message
     assert "larger memory budget or a smaller model" in message
     assert "held_model_provider" in message and "smaller batch size" not in message
     assert all(torch.equal(v, before[k]) for k, v in HELD.state_dict().items())
@@ -79,7 +79,7 @@ def test_a_model_too_large_to_build_says_the_model_does_not_fit():
         run(memory_budget=4096)
     message = str(info.value)
     assert "the model of model_provider" in message
-    assert "does not fit in the cpu memory budget of 4096 bytes" in message
+    assert "does not fit in the cpu memory budget of 4 KiB (4,096 bytes)" in message
     assert "larger memory budget or a smaller model" in message
     assert "smaller batch size" not in message
 
@@ -152,8 +152,8 @@ def test_out_of_memory_in_the_backward_pass_reads_as_the_batch_not_fitting():
     assert str(failed) == str(cause)
     assert str(failed).startswith("one iteration at batch size 32 does not fit in the cpu memory")
     assert "try a smaller batch size" in str(failed) and "raised" not in str(failed)
-    assert re.search(r"memory budget of 28000 bytes \(it needs more than (\d+) bytes: it was "
-                     r"stopped there\)", str(failed))
+    assert re.search(r"memory budget of 27.3 KiB \(28,000 bytes\) \(it needs more than "
+                     r"[\d.]+ KiB \([\d,]+ bytes\): it was stopped there\)", str(failed))
     assert failed.user_exception is None
     shown = "".join(failed._render_traceback_())
     assert "torch" not in shown and "Traceback" not in shown

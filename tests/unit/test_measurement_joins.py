@@ -106,12 +106,13 @@ def test_a_measurement_of_another_model_joins_nothing_and_says_so(report) -> Non
     wider = (lambda: torch.nn.Sequential(torch.nn.Linear(256, 64), torch.nn.ReLU(),
                                          torch.nn.Linear(64, 10)),
              *PROVIDERS[1:])
-    size = 2 * max(s.batch_size for s in report.samples)
-    after, value = measured(report, measure_iteration(*wider, size))
-    assert after is report and not value["joined"] and value["other_model"]
-    assert value["not_joined"].startswith(
-        "the model measured is not this profile's: its parameters hold 66.8 KiB in 4 tensors, "
-        "the profile's 1.52 MiB in 6. ")
+    # beyond the samples, and at the profile's own batch size ("Measure at 16" before a drag)
+    for size in (2 * max(s.batch_size for s in report.samples), report.batch_size):
+        after, value = measured(report, measure_iteration(*wider, size))
+        assert after is report and not value["joined"] and value["other_model"]
+        assert value["not_joined"].startswith(
+            "the model measured is not this profile's: its parameters hold 66.8 KiB in 4 "
+            "tensors, the profile's 1.52 MiB in 6. ")
 
 
 def test_a_size_that_would_outgrow_the_ram_is_not_measured(report, monkeypatch) -> None:
