@@ -10,6 +10,7 @@ Nothing here imports IPython or torch.
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -59,7 +60,7 @@ def find_providers(
         candidates = [given] if given else [f"{prefix}{role}_provider" for prefix in PREFIXES]
         name = next((n for n in candidates if n in namespace), None)
         if name is None:
-            missing.append(" or ".join(candidates))
+            missing.append(" or ".join(candidates) + _near(candidates, namespace))
         elif not callable(namespace[name]):
             kind = type(namespace[name]).__name__
             article = "an" if kind[:1] in "aeiou" else "a"
@@ -69,6 +70,14 @@ def find_providers(
     if missing:
         raise UsageError(f"{where} does not define {', '.join(missing)}{hint}")
     return found[0], found[1], found[2]
+
+
+def _near(candidates: list[str], namespace: Mapping[str, Any]) -> str:
+    """' (did you mean skyline_input_provder?)' where a function in ``namespace`` is spelled
+    nearly like one of ``candidates`` (a typo in the name or in ``-i NAME``), else ''."""
+    functions = [n for n, v in namespace.items() if callable(v) and not n.startswith("_")]
+    close = {m for c in candidates for m in difflib.get_close_matches(c, functions, 1, 0.8)}
+    return f" (did you mean {' or '.join(sorted(close))}?)" if close else ""
 
 
 def check_device(device: str | None) -> str | None:

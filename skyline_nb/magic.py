@@ -152,7 +152,7 @@ def _request(namespace: dict[str, Any], args: Any) -> ProfileRequest:
     budget = args.memory_budget
     return ProfileRequest(
         find=lambda: _usage(entry.find_providers, namespace, names, where="the notebook",
-                               hint="; define them, or name yours with -m, -i, -t NAME"),
+                               hint="; define each, or name yours with -m, -i, -t NAME"),
         device=_usage(entry.check_device, args.device),
         predict=not args.no_predict,
         memory_budget=_usage(entry.parse_size, budget) if budget else None,

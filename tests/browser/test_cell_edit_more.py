@@ -262,7 +262,7 @@ def test_bad_inputs_show_readable_errors_and_the_kernel_goes_on(notebook):
     expect(out).to_contain_text(re.compile(
         r"UsageError: the notebook does not define skyline_model_provider or "
         r"deepview_model_provider, skyline_input_provider or deepview_input_provider, "
-        r"skyline_iteration_provider or deepview_iteration_provider; define them, or name "
+        r"skyline_iteration_provider or deepview_iteration_provider; define each, or name "
         r"yours with -m, -i, -t NAME"))  # fmt: skip
     assert out.inner_text().count("does not define") == 1
     assert out.locator('[data-skyline="root"]').count() == 0

@@ -48,6 +48,14 @@ def test_find_providers_by_skyline_or_deepview_name_or_by_the_names_given() -> N
         find_providers({"my_step": step}, {"model": "other_model"}, where="x")
     with pytest.raises(UsageError, match=r"^x: my_step is an int, not a function$"):
         find_providers({**namespace, "my_step": 3}, {"iteration": "my_step"}, where="x")
+    # a typo in a provider's name, or in the name given for it: the nearest function is named
+    typo = {"skyline_model_provider": model, "skyline_input_provder": inputs, "my_stepp": step,
+            "skyline_input_count": 3}
+    with pytest.raises(UsageError) as info:
+        find_providers(typo, {"iteration": "my_step"}, where="x")
+    assert str(info.value) == (
+        "x does not define skyline_input_provider or deepview_input_provider (did you mean "
+        "skyline_input_provder?), my_step (did you mean my_stepp?)")
 
 
 @pytest.mark.parametrize(
