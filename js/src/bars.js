@@ -140,7 +140,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
         "aria-disabled": live ? null : "true",
       },
     }, [fill]);
-    const knee = predictor.kneeBatchSize;
+    const knee = predictor.placedKnee; // one the samples place nowhere is said under the samples
     if (live && knee && knee <= top) {
       // The line marks the knee's value; the label beside it is clamped to the track's height.
       // A knee outside the measured sizes says so: it rests on the curve's fixed cost, which
@@ -290,13 +290,12 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
 }
 
 /** The knee's label, and what its title adds where the samples place it loosely (a range wider
- * than LOOSE_KNEE; high null: some curve put it past the drag's end). */
+ * than LOOSE_KNEE; one wider than KNEE_SPAN is not drawn: Predictor.placedKnee). */
 function kneeWords(knee, range) {
   const [low, high] = range ?? [knee, knee];
-  if (high !== null && high <= LOOSE_KNEE * low) return { text: `knee ${formatInt(knee)}`, loosely: "" };
-  const where = high === null ? `from ${formatInt(low)} to past the drag's end` : `between ${formatInt(low)} and ${formatInt(high)}`;
+  if (high <= LOOSE_KNEE * low) return { text: `knee ${formatInt(knee)}`, loosely: "" };
   return {
-    text: high === null ? `knee ≥ ${formatInt(low)}` : `knee ${formatInt(low)}–${formatInt(high)}`,
-    loosely: `. The samples place it loosely: fitted with one measured size left out at a time, it lies ${where}`,
+    text: `knee ${formatInt(low)}–${formatInt(high)}`,
+    loosely: `. The samples place it loosely: fitted with one measured size left out at a time, it lies between ${formatInt(low)} and ${formatInt(high)}`,
   };
 }

@@ -99,6 +99,9 @@ function inverse(lines, y) {
 }
 
 export const KNEE_GAIN = 0.05; // XSP's rule: doubling the batch buys less than 5 % more throughput
+// A knee whose range (knee.knee_spread) spans more than this ratio, or runs past the drag's
+// end, is not drawn: "knee 1–209" places it nowhere a user can act on.
+export const KNEE_SPAN = 4;
 export const PHASE_TIE = 0.01; // phases whose predicted peaks lie this close are not told apart
 export const EXTRAPOLATION_LIMIT = 8; // the drag reaches at most 8× the largest measured batch
 export const FLAT_EXTRAPOLATION_LIMIT = 2; // ... and 2× it when the time did not grow
@@ -160,6 +163,12 @@ export class Predictor {
     this.kneeBatchSize = "knee_batch_size" in m && (knee === null || isBatchSize(knee)) ? knee : this.knee();
     // knee.knee_spread, computed where the samples are: how firmly they place the knee.
     this.kneeRange = kneeRange(m.knee_range, this.kneeBatchSize);
+  }
+
+  /** The knee where the samples place it within KNEE_SPAN (or where no range is known), else null. */
+  get placedKnee() {
+    const range = this.kneeRange;
+    return range && (range[1] === null || range[1] > KNEE_SPAN * range[0]) ? null : this.kneeBatchSize;
   }
 
   /** Why these lines cannot support a drag (PerformanceModels.line_problems, same words). */

@@ -307,6 +307,10 @@ export function createSamplesPlot({ report, predictor }) {
   if (positive(flat)) noteParts.push(`${flatWhy} up to at least ${formatInt(flat)}`);
   const asymptote = live ? predictor.asymptoticThroughput : null;
   if (positive(asymptote)) noteParts.push(`asymptote ${formatThroughput(asymptote)}`);
+  if (live && predictor.kneeBatchSize !== null && predictor.placedKnee === null) {
+    const [low, high] = predictor.kneeRange;
+    noteParts.push(`no knee drawn: the samples put it anywhere from ${formatInt(low)} to ${high === null ? "past the drag's end" : formatInt(high)}`);
+  }
   const keys = [key("point", "measured"), key("user", "your batch")];
   if (live) keys.push(key("measured", "fit, measured range"), key("extrapolated", "extrapolated"));
   const el = h("section", { class: "sk-samples", data: { skyline: "samples-plot" } }, [

@@ -172,9 +172,11 @@ test("a knee the samples place loosely is labelled with its range, a firm one wi
     expect(label).toBe("knee 41–145");
     expect(title).toBe("Knee at batch size 84: doubling the batch beyond it gains < 5 % throughput. The samples place it loosely: fitted with one measured size left out at a time, it lies between 41 and 145");
   }
-  for (const [label, title] of labels([60, null])) {
-    expect(label).toBe("knee ≥ 60");
-    expect(title).toContain("it lies from 60 to past the drag's end");
+  expect(view.q("samples-note").textContent).not.toContain("knee");
+  // wider than 4×, or past the drag's end: no line, and the samples' note says where it could be
+  for (const [range, where] of [[[1, 209], "from 1 to 209"], [[60, null], "from 60 to past the drag's end"]]) {
+    expect(labels(range)).toEqual([]);
+    expect(view.q("samples-note").textContent).toContain(`no knee drawn: the samples put it anywhere ${where}`);
   }
   // a range that does not hold the knee (not one Python writes) is no range: the value shows
   for (const range of [[90, 120], [10, 20], [0, 100], "41-145"]) {
