@@ -27,7 +27,7 @@ import { clamp, cssPercent, fraction } from "./scale.js";
 
 const KEY_COMMIT_DELAY_MS = 700; // one edit per burst of key presses, not one per press
 const FALLBACK_TRACK_PX = 160; // jsdom and hidden outputs report a 0-height track
-// A knee whose range (knee.knee_spread) spans more than this ratio is labelled with the range.
+// A knee whose range (knee.knee_spread) spans more than this ratio is labelled "≈", its title the range.
 const LOOSE_KNEE = 1.25;
 
 /**
@@ -146,7 +146,7 @@ export function createBars({ report, predictor, signal, onPreview, onCommit, ini
       // A knee outside the measured sizes says so: it rests on the curve's fixed cost, which
       // samples a few times apart place least surely (one notebook's moved from 11 to 101
       // between profiles whose samples spanned 6-24).
-      // A knee that one sample decides is labelled with the range the samples allow: profiles of
+      // A knee that one sample decides says so ("knee ≈84", the range in its title): profiles of
       // one notebook minutes apart put a point knee at 20, 39, 40, 56, 74 and 145.
       const beyond = predictor.extrapolation(knee);
       const { text, loosely } = kneeWords(knee, predictor.kneeRange);
@@ -295,7 +295,7 @@ function kneeWords(knee, range) {
   const [low, high] = range ?? [knee, knee];
   if (high <= LOOSE_KNEE * low) return { text: `knee ${formatInt(knee)}`, loosely: "" };
   return {
-    text: `knee ${formatInt(low)}–${formatInt(high)}`,
+    text: `knee ≈${formatInt(knee)}`, // a range does not fit beside the track: its title has it
     loosely: `. The samples place it loosely: fitted with one measured size left out at a time, it lies between ${formatInt(low)} and ${formatInt(high)}`,
   };
 }
