@@ -60,6 +60,10 @@ HOLD_FACTOR, HOLD_MARGIN_MS = 2.0, 5.0
 # What the warning of a profile whose op times were scaled to its headline says (benchmarks
 # look for it).
 SCALED = "op times are scaled to the step"
+# Ops that add up to more than this many steps were timed in moments far busier than the step's
+# own: their shares are skewed too (on a busy 2-core host, ops summing to 13-65× the step read
+# two identical blocks at 92 % and 8 %), so the note says so.
+SKEWED = 2.0
 
 
 def more_level2_runs(runs: list[tuple[float, bool]]) -> bool:
@@ -162,9 +166,14 @@ def fit_to_headline(level1: IterationResult, ops: OperationTracker, starved: boo
     ops.scale(level1.iteration_ms / ops_ms)
     why = ("the machine was busier then" if starved else "the machine was busier then, or "
            "the profiler's dispatch mode made some ops slower")
+    ratio = ops_ms / level1.iteration_ms
+    shares = "their shares as measured" if ratio <= SKEWED else (
+        f"their shares as measured, which at {ratio:.0f}× the step come from moments much busier "
+        "than the step's own and may be far off too: read them as rough, or profile again when "
+        "the machine is quieter")
     warnings.append(
         f"the ops timed one by one add up to {format_ms(ops_ms)}, more than the whole step "
-        f"({format_ms(level1.iteration_ms)}): {why}; {SCALED}, their shares as measured"
+        f"({format_ms(level1.iteration_ms)}): {why}; {SCALED}, {shares}"
     )
     return True
 
