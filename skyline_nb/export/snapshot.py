@@ -33,10 +33,13 @@ Segment = tuple[str, float, str | None]
 
 # JupyterLab and Notebook 7 mark a widget output that found no model (or could not render) with
 # ``jupyter-widgets`` on the output node itself, which a rendered widget never has; such an
-# output right before a snapshot is hidden. Only trusted outputs keep a <style>: an untrusted
-# notebook shows no widget view in the first place.
+# output right before a snapshot is hidden. So is the widget's ``text/plain`` headline, which
+# nbconvert's HTML (and a front end without widgets) shows in its place: the snapshot says it
+# again (a walkthrough read the headline twice). Only trusted outputs keep a <style>: an
+# untrusted notebook shows no widget view in the first place.
 _HIDE_FAILED_WIDGET = (
-    "<style>.jp-OutputArea-child:has(> .jp-OutputArea-output.jupyter-widgets)"
+    "<style>.jp-OutputArea-child:is(:has(> .jp-OutputArea-output.jupyter-widgets), "
+    ":has(> .jp-OutputArea-output[data-mime-type='text/plain']))"
     ":has(+ .jp-OutputArea-child .skyline-nb-snapshot) { display: none; }</style>"
 )
 RERUN = "Static snapshot: re-run this cell to get the live widget."

@@ -207,6 +207,19 @@ def test_nbconvert_html_shows_the_static_snapshot_offline(offline_page, executed
             expect(bars.nth(i)).to_be_visible()
     expect(page.locator('[data-skyline="root"]')).to_have_count(0)  # the widget needs the CDN
     _screenshot(page, "shareable-nbconvert.png")
+    # saved without widget state (JupyterLab's default), nbconvert shows the widget's text/plain
+    # headline in its place: hidden beside the snapshot, which says it again
+    plain = nbformat.read(executed, as_version=4)
+    plain.metadata.pop("widgets", None)
+    nbformat.write(plain, tmp_path / "plain.ipynb")
+    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--output-dir",
+                    str(tmp_path), str(tmp_path / "plain.ipynb")], check=True, capture_output=True)
+    page.goto((tmp_path / "plain.html").as_uri())
+    expect(page.locator(".skyline-nb-snapshot")).to_contain_text("batch 16")
+    fallback = page.locator('[data-mime-type="text/plain"]')
+    assert "Skyline profile: batch 16" in fallback.first.text_content()
+    expect(fallback.first).to_be_hidden()
+    expect(page.locator(".skyline-nb-snapshot")).to_be_visible()
     # nbconvert's template asks CDNs for require.js, MathJax and the widget manager: all refused.
     assert offline.leaked == []
 
