@@ -37,7 +37,7 @@ Segment = tuple[str, float, str | None]
 # nbconvert's HTML (and a front end without widgets) shows in its place: the snapshot says it
 # again (a walkthrough read the headline twice). Only trusted outputs keep a <style>: an
 # untrusted notebook shows no widget view in the first place.
-_HIDE_FAILED_WIDGET = (
+_HIDE_STAND_INS = (
     "<style>.jp-OutputArea-child:is(:has(> .jp-OutputArea-output.jupyter-widgets), "
     ":has(> .jp-OutputArea-output[data-mime-type='text/plain']))"
     ":has(+ .jp-OutputArea-child .skyline-nb-snapshot) { display: none; }</style>"
@@ -51,12 +51,12 @@ def snapshot_html(report: dict[str, Any], error: str = "") -> str:
         f'<div style="color:#c62828;white-space:pre-wrap">{escape(error)}</div>' if error else ""
     )
     if not report or "batch_size" not in report:
-        return (f'<div class="skyline-nb-snapshot">{_HIDE_FAILED_WIDGET}{problem}'
+        return (f'<div class="skyline-nb-snapshot">{_HIDE_STAND_INS}{problem}'
                 f"<div>skyline_nb: no profile yet. {RERUN}</div></div>")
     categories = Categories.from_json(report.get("categories"))
     parts = [
         '<div class="skyline-nb-snapshot" style="font-family:sans-serif;font-size:13px;'
-        f'max-width:{WIDTH}px">' + _HIDE_FAILED_WIDGET,
+        f'max-width:{WIDTH}px">' + _HIDE_STAND_INS,
         f"<div><b>Skyline profile</b> on {escape(report['device']['name'])} "
         f"({escape(report['device']['kind'])})</div>",
         "<div>" + escape(headline(report)) + "</div>",

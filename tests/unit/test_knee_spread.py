@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from skyline_nb.models.joined import with_time_sample
 from skyline_nb.models.knee import knee_spread, read_spread
 from skyline_nb.models.performance import PerformanceModels
 
@@ -67,7 +68,6 @@ def test_the_range_goes_to_json_and_back_and_old_reports_have_none() -> None:
 
 @pytest.mark.parametrize("noise", [0.0, 0.03])
 def test_a_measurement_that_joins_the_samples_places_the_knee_anew(noise: float) -> None:
-    from skyline_nb.models.joined import with_time_sample
     times = [(2.0 + 0.25 * n) * (1 + noise * (-1) ** i) for i, n in enumerate(SIZES)]
     models = fitted(times)
     joined = with_time_sample(models, SIZES, times, 512, (2.0 + 0.25 * 512) * 1.3)
