@@ -18,26 +18,43 @@ function stat(label, value, title, note = null) {
 }
 
 /**
- * The header's maximum throughput, with where it is: "at batch 256 · extrapolated" when the
- * batch lies beyond the measured sizes, "at batch 512, the drag's end · extrapolated" when it is
- * the range's top (8× the largest sample often is), or "measured" when a sample's throughput is
- * the best. The bars' top is the same number.
+ * The header's maximum throughput, with how it is known: "predicted at batch 256 ·
+ * extrapolated" when the batch lies beyond the measured sizes, "predicted at batch 512, the
+ * drag's end · extrapolated" when it is the range's top (8× the largest sample often is), or
+ * "measured at batch 16" when a sample's throughput is the best. The bars' top is the same
+ * number. The label said "(predicted)" until session 57, beside a note saying "measured".
  */
-function maxThroughputStat(predictor) {
+function maxThroughputStat(predictor, samples) {
+  const label = "Max throughput";
   const value = predictor.maxThroughput;
-  if (!value) return stat("Max throughput (predicted)", "\u2014", predictor.reason || "no model");
+  if (!value) return stat(label, "\u2014", predictor.reason || "no model");
   const range = `for batch sizes up to ${formatInt(predictor.maxBatchSize())}`;
   const at = predictor.maxThroughputBatchSize;
-  if (at === null) return stat("Max throughput (predicted)", formatThroughput(value), `the most throughput measured; none predicted ${range} is higher`, "measured");
+  if (at === null) {
+    const best = bestSample(samples);
+    const where = best === null ? "" : ` at batch ${formatInt(best)}`;
+    return stat(label, formatThroughput(value), `the most throughput measured${where}; none predicted ${range} is higher`, `measured${where}`);
+  }
   const batch = Math.round(at);
   const beyond = predictor.extrapolation(batch);
   // a maximum at the range's top is where the drag stops, not where the throughput peaks: read
   // as a best batch size, a BERT's "3,793 samples/s at batch 512" (8× its largest sample) was
   // measured at 2,471
   const end = batch === predictor.maxBatchSize() ? ", the drag's end" : "";
-  const note = `at batch ${formatInt(batch)}${end}${beyond ? " \u00b7 extrapolated" : ""}`;
+  const note = `predicted at batch ${formatInt(batch)}${end}${beyond ? " \u00b7 extrapolated" : ""}`;
   const title = `the most throughput predicted ${range}: at batch ${formatInt(batch)}${end ? ", where the drag range ends and the throughput still grows" : ""}${beyond ? `, ${beyond}; the samples do not reach it` : ""}`;
-  return stat("Max throughput (predicted)", formatThroughput(value), title, note);
+  return stat(label, formatThroughput(value), title, note);
+}
+
+/** The batch size of the sample with the most throughput (report.samples); null if none. */
+function bestSample(samples) {
+  let best = null;
+  let most = 0;
+  for (const s of Array.isArray(samples) ? samples : []) {
+    const throughput = s.batch_size / s.iteration_ms;
+    if (Number.isFinite(throughput) && throughput > most) [best, most] = [s.batch_size, throughput];
+  }
+  return best;
 }
 
 export function renderHeader(report) {
@@ -54,7 +71,7 @@ export function renderHeader(report) {
     oneThread(report),
     stat("Throughput", formatThroughput(report.throughput)),
     stat("Peak memory", formatBytes(report.peak_bytes)),
-    maxThroughputStat(predictor),
+    maxThroughputStat(predictor, report.samples),
   ].filter(Boolean);
   return h("div", { class: "sk-header", data: { skyline: "header" } }, items);
 }

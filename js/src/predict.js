@@ -271,12 +271,13 @@ export class Predictor {
 
   /**
    * Where maxThroughput is predicted: the first end of the drag range or breakpoint with the
-   * most throughput; null where a measured throughput is larger, or dragging is off.
+   * most throughput; null where a measured throughput is as large (a tie within rounding is
+   * the sample's), or dragging is off.
    */
   get maxThroughputBatchSize() {
     const best = this.bestTurn();
-    const measured = (this.measuredMaxThroughput || 0.0) * (1 - 1e-9); // a tie is the curve's
-    return best !== null && this.predictThroughput(best) >= measured ? best : null;
+    const measured = (this.measuredMaxThroughput || 0.0) * (1 + 1e-9);
+    return best !== null && this.predictThroughput(best) > measured ? best : null;
   }
 
   /** PerformanceModels._best_turn: the first turn with the most throughput; null while off. */

@@ -380,7 +380,7 @@ describe("dragging the key-metric bars", () => {
     expect(view.q("drag-reason").textContent).toBe("Dragging is off: the time line has a negative fixed cost per iteration");
     expect(view.q("throughput-scale").textContent).toBe("measured");
     const header = view.q("header").textContent;
-    expect(header).toContain("Max throughput (predicted): \u2014");
+    expect(header).toContain("Max throughput: \u2014");
   });
 
   test("disabled bars ignore pointer and keys", () => {

@@ -16,7 +16,7 @@ describe.each(["small", "large", "cnn"])("report_%s renders every part", (name) 
     const summary = qa("summary").map((e) => e.textContent);
     expect(summary).toContain(`Batch size: ${report.batch_size}`);
     expect(summary.some((t) => t.startsWith("Device: "))).toBe(true);
-    expect(summary.some((t) => t.startsWith("Max throughput (predicted): "))).toBe(true);
+    expect(summary.some((t) => t.startsWith("Max throughput: "))).toBe(true);
     for (const part of ["throughput-bar", "memory-bar", "predicted-batch-size", "breakdown-time",
       "breakdown-memory", "back", "top", "breadcrumb", "code-view", "status", "error"]) {
       expect(q(part), part).not.toBeNull();
@@ -55,13 +55,15 @@ describe.each(["small", "large", "cnn"])("report_%s renders every part", (name) 
     expect(summary).toContain(`Iteration: ${total}`);
     const max = view.q("throughput-scale").textContent.match(/^max (.*) up to batch/)[1];
     const where = view.q("max-where")?.textContent;
-    expect(summary).toContain(`Max throughput (predicted): ${max}${where ? ` \u00b7 ${where}` : ""}`);
-    // where the maximum is: a batch size, marked when beyond the measured sizes, or "measured"
+    expect(summary).toContain(`Max throughput: ${max}${where ? ` \u00b7 ${where}` : ""}`);
+    // where the maximum is: a batch size predicted, marked when beyond the measured sizes, or
+    // the sample measured with the most throughput
     const p = new Predictor(report.models);
     const at = p.maxThroughputBatchSize;
     const beyond = at !== null && Math.round(at) > p.measuredRange[1];
     const end = at !== null && Math.round(at) === p.maxBatchSize() ? ", the drag's end" : "";
-    expect(where).toBe(at === null ? "measured" : `at batch ${formatInt(Math.round(at))}${end}${beyond ? " \u00b7 extrapolated" : ""}`);
+    const best = report.samples.reduce((a, s) => (s.batch_size / s.iteration_ms > a.batch_size / a.iteration_ms ? s : a));
+    expect(where).toBe(at === null ? `measured at batch ${formatInt(best.batch_size)}` : `predicted at batch ${formatInt(Math.round(at))}${end}${beyond ? " \u00b7 extrapolated" : ""}`);
   });
 });
 
@@ -303,7 +305,7 @@ test("the header says where its maximum throughput is, and when the samples do n
   const small = loadReport("small"); // measured 32…256, the range up to 8× the largest
   const [beyond, title] = where(small);
   // the range's top: where the drag stops while the throughput still grows, not a best size
-  expect(beyond).toBe("at batch 2,048, the drag's end \u00b7 extrapolated");
+  expect(beyond).toBe("predicted at batch 2,048, the drag's end \u00b7 extrapolated");
   expect(title).toMatch(/at batch 2,048, where the drag range ends and the throughput still grows, extrapolated beyond the measured 256; the samples do not reach it/);
   // a steeper line from 128 on (a convex curve): the most throughput is where it takes over,
   // inside the measured sizes: predicted, not extrapolated
@@ -312,7 +314,27 @@ test("the header says where its maximum throughput is, and when the samples do n
   const time = { ...small.models.time, shape: "convex", lines: [line, steep], ...steep };
   const models = { ...small.models, time, knee_batch_size: null, measured_max_throughput: null };
   const inside = where({ ...small, models });
-  expect(inside[0]).toBe("at batch 128");
+  expect(inside[0]).toBe("predicted at batch 128");
   expect(inside[1]).not.toMatch(/extrapolated/);
-  expect(where(loadReport("cnn"))[0]).toBe("measured"); // a sample's throughput is the best
+  const cnn = loadReport("cnn");
+  const best = cnn.samples.reduce((a, s) => (s.batch_size / s.iteration_ms > a.batch_size / a.iteration_ms ? s : a));
+  // a sample's throughput is the best: which one
+  expect(where(cnn)).toEqual([`measured at batch ${formatInt(best.batch_size)}`,
+    expect.stringMatching(new RegExp(`^the most throughput measured at batch ${formatInt(best.batch_size)}; none predicted`))]);
+  // a curve through the origin below the smallest sample (a busy CNN's convex one, session
+  // 57): the throughput at batch 1 ties the sample's to the last digit; the sample's it is
+  const t = [94.2019705, 191.31651476364118, 395.61714062391036, 979.7755940498498];
+  const busy = {
+    ...cnn,
+    samples: [16, 32, 64, 128].map((b, i) => ({ ...cnn.samples[0], batch_size: b, iteration_ms: t[i] })),
+    models: {
+      ...cnn.models,
+      time: { shape: "convex", slope: 9.127475834780304, intercept: -188.5413128020291,
+        lines: [{ slope: 5.88762315625, intercept: 0 }, { slope: 6.294470117660316, intercept: -7.948342430134602 },
+          { slope: 9.127475834780304, intercept: -188.5413128020291 }] },
+      measured_range: [16, 128], measured_max_throughput: 1000 * 16 / t[0], knee_batch_size: 1, knee_range: null,
+    },
+  };
+  expect(new Predictor(busy.models).predictThroughput(1)).toBeCloseTo(1000 * 16 / t[0], 9);
+  expect(where(busy)[0]).toBe("measured at batch 16");
 });

@@ -14,6 +14,7 @@ carries, each in its own colour and with its own label.
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
@@ -90,24 +91,30 @@ def headline(report: dict[str, Any]) -> str:
     )
     if models.get("max_throughput"):
         best = format_throughput(models["max_throughput"])
-        text += f" · predicted max {best}{_max_where(models)}"
+        text += f" · max {best}{_max_where(models, report.get('samples') or [])}"
     return text
 
 
-def _max_where(models: dict[str, Any]) -> str:
-    """Where the predicted maximum is, as the widget's header says it: " at batch N" with
-    ", the drag's end" where N is the range's top (the throughput still grows there),
-    " (extrapolated)" beyond the measured sizes, " (measured)" where a sample's is the best."""
+def _max_where(models: dict[str, Any], samples: list[dict[str, Any]]) -> str:
+    """How the maximum is known, as the widget's header says it: ", predicted at batch N"
+    with ", the drag's end" where N is the range's top (the throughput still grows there) and
+    " (extrapolated)" outside the measured sizes; ", measured at batch N" where a sample's is
+    the best."""
     try:
         performance = PerformanceModels.from_dict(models)
         at = performance.max_throughput_batch_size
     except (KeyError, TypeError, ValueError):  # a report from before the models had a range
         return ""
     if at is None:
-        return " (measured)" if performance.max_throughput else ""
-    beyond = performance.measured_range is not None and round(at) > performance.measured_range[1]
+        if not performance.max_throughput:
+            return ""
+        timed = [s for s in samples if s.get("iteration_ms", 0) > 0]
+        best = max(timed, key=lambda s: s["batch_size"] / s["iteration_ms"], default=None)
+        return ", measured" + ("" if best is None else f" at batch {best['batch_size']:,}")
+    low, high = performance.measured_range or (1, math.inf)
+    beyond = not low <= round(at) <= high
     end = ", the drag's end" if round(at) == performance.max_batch_size() else ""
-    return f" at batch {round(at):,}{end}{' (extrapolated)' if beyond else ''}"
+    return f", predicted at batch {round(at):,}{end}{' (extrapolated)' if beyond else ''}"
 
 
 def _key_bars(report: dict[str, Any]) -> str:

@@ -250,11 +250,13 @@ class PerformanceModels:
     @property
     def max_throughput_batch_size(self) -> float | None:
         """Where ``max_throughput`` is predicted: the first end of the drag range or breakpoint
-        whose throughput is the largest; None where a measured throughput is larger, or dragging
-        is off. The widget names it, marked extrapolated beyond the measured sizes."""
+        whose throughput is the largest; None where a measured throughput is as large (a tie
+        within rounding is the sample's), or dragging is off. The widget names it, marked
+        extrapolated beyond the measured sizes. (A busy CNN's curve through the origin below
+        its smallest sample tied it at batch 1, which the header named, extrapolated.)"""
         best = self._best_turn()
-        measured = (self.measured_max_throughput or 0.0) * (1 - 1e-9)  # a tie is the curve's
-        return best if best is not None and self.predict_throughput(best) >= measured else None
+        measured = (self.measured_max_throughput or 0.0) * (1 + 1e-9)
+        return best if best is not None and self.predict_throughput(best) > measured else None
 
     def _best_turn(self) -> float | None:
         """The first of ``turns`` with the most predicted throughput; None while dragging is off."""

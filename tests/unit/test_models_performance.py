@@ -154,6 +154,25 @@ def test_flat_time_is_launch_bound_and_drags_up_to_twice_the_samples() -> None:
     assert models.asymptotic_throughput is None and models.bend_batch_size is None
 
 
+def test_a_throughput_tied_with_a_sample_is_the_samples_not_batch_one() -> None:
+    """A CNN profiled on a busy 2-core host (session 57): its time grew faster than its batch
+    (a convex curve), and below its smallest sample the curve runs through the origin, so the
+    throughput at batch 1 is the sample's 169.85 samples/s to the last digit. The maximum is
+    the measured one, not a prediction "at batch 1 · extrapolated"."""
+    xs = [16, 32, 64, 128]
+    ts = [94.2019705, 191.31651476364118, 395.61714062391036, 979.7755940498498]
+    models = PerformanceModels.from_samples(xs, ts, [1126408 * x + 146552 for x in xs], GIB,
+                                            memory_bound=False)
+    assert models.can_manipulate and models.time.shape == "convex"
+    assert models.predict_throughput(1) == pytest.approx(1000 * 16 / ts[0], rel=1e-12)
+    assert models.max_throughput == models.measured_max_throughput == 1000 * 16 / ts[0]
+    assert models.max_throughput_batch_size is None
+    # a curve above every sample by more than rounding still names where
+    rising = PerformanceModels.from_samples(xs, [0.5 * x + 4 for x in xs],
+                                            [1126408 * x + 146552 for x in xs], GIB)
+    assert rising.max_throughput_batch_size == rising.max_batch_size()
+
+
 def test_memory_not_growing_disables_dragging_without_dividing_by_zero() -> None:
     models = PerformanceModels.from_samples([4, 8, 16], [3.0, 5.0, 9.0], [500, 500, 500], GIB)
     assert not models.can_manipulate

@@ -65,9 +65,12 @@ def test_the_time_at_one_thread_follows_the_iteration_where_it_was_measured():
     assert "(243 ms at 1 thread)" in snapshot_html(report)
 
 
-def test_the_headline_says_where_the_predicted_maximum_is():
+def test_the_headline_says_where_the_maximum_is_and_how_it_is_known():
     small = json.loads((FIXTURES / "report_small.json").read_text(encoding="utf-8"))
     # measured to 256; 2,048 is the drag's top, where the throughput still grows
-    assert headline(small).endswith("samples/s at batch 2,048, the drag's end (extrapolated)")
+    assert headline(small).endswith(
+        "samples/s, predicted at batch 2,048, the drag's end (extrapolated)")
     cnn = json.loads((FIXTURES / "report_cnn.json").read_text(encoding="utf-8"))
-    assert headline(cnn).endswith("samples/s (measured)")  # a sample's throughput is the best
+    best = max(cnn["samples"], key=lambda s: s["batch_size"] / s["iteration_ms"])
+    # a sample's throughput is the best: which one
+    assert headline(cnn).endswith(f"samples/s, measured at batch {best['batch_size']:,}")
