@@ -73,6 +73,9 @@ class Node:
     flop_bytes_moved: int = 0  # what those FLOP-counted ops read and wrote (roofline)
     # of ``grad_bytes``, what was alive at the peak (the gradients category, split over modules)
     peak_grad_bytes: int = 0
+    # ops: when ``activation_bytes`` were first saved and last freed, on the memory run's clock
+    # (None: still alive when the iteration ended); None where unknown (modules, older reports)
+    saved_span: tuple[int, int | None] | None = None
 
     @property
     def total_ms(self) -> float:
@@ -214,6 +217,12 @@ class Report:
                 del sample["peak_by_phase"]
         if data["one_thread"] is None:  # likewise
             del data["one_thread"]
+        nodes = [data["tree"]]
+        while nodes:  # a span only where one was measured: an op that saved something
+            node = nodes.pop()
+            if node["saved_span"] is None:
+                del node["saved_span"]
+            nodes.extend(node["children"])
         return data
 
     @classmethod
@@ -352,6 +361,13 @@ def _frames(items: list[dict[str, Any]]) -> list[Frame]:
     return [Frame(**f) for f in items]
 
 
+def _span(value: Any) -> tuple[int, int | None] | None:
+    if value is None:
+        return None
+    start, end = value
+    return (int(start), None if end is None else int(end))
+
+
 def _node_from_dict(data: dict[str, Any]) -> Node:
     if data.get("kind") not in set(NodeKind):
         raise ReportFormatError(f"unknown node kind {data.get('kind')!r}")
@@ -372,6 +388,7 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         weight_bytes=int(data["weight_bytes"]),
         grad_bytes=int(data["grad_bytes"]),
         peak_grad_bytes=int(data.get("peak_grad_bytes", 0)),
+        saved_span=_span(data.get("saved_span")),
         frames=_frames(data.get("frames", [])),
         children=[_node_from_dict(c) for c in data.get("children", [])],
     )

@@ -63,7 +63,7 @@ export function createCodeView({ signal, onSelectLine }) {
     // holds only what no forward op made: said here, or its few µs read as the backward pass.
     head.replaceChildren(
       h("span", { text: `Source of ${nodeLabel(node)}: time and memory per line` }),
-      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward; memory: what its ops save for backward (summed over the runs of a line in a loop, which may free theirs in turn), plus parameters, gradients and optimizer state created there" }),
+      h("span", { class: "sk-code-head-note", text: " \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward; memory: the most its ops hold saved for backward at once (a line run in a loop whose runs free theirs in turn holds one run's), plus parameters, gradients and optimizer state created there" }),
     );
     body.replaceChildren();
     if (!sources.length) {

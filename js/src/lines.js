@@ -38,22 +38,49 @@ function subtreeFrames(node) {
 function entry(stats, key, frame) {
   let e = stats.get(key);
   if (!e) {
-    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, optimizerMs: 0, activationBytes: 0, weightBytes: 0, held: new Map(), parts: new Map() };
+    e = { file: frame.file, line: frame.line, cellId: frame.cell_id ?? null, timeMs: 0, optimizerMs: 0, activationBytes: 0, weightBytes: 0, held: new Map(), parts: new Map(), saved: [] };
     stats.set(key, e);
   }
   return e;
 }
 
-/** Add a leaf's time (`optimizerMs` of it in the optimizer step) and bytes to `into`. */
-function add(into, timeMs, optimizerMs, activationBytes) {
+/** Add a leaf's time (`optimizerMs` of it in the optimizer step) to `into`. */
+function add(into, timeMs, optimizerMs) {
   into.timeMs += timeMs;
   into.optimizerMs += optimizerMs;
-  into.activationBytes += activationBytes;
 }
 
 function partOf(parts, node) {
-  if (!parts.has(node.path)) parts.set(node.path, { label: nodeLabel(node), timeMs: 0, optimizerMs: 0, activationBytes: 0 });
+  if (!parts.has(node.path)) parts.set(node.path, { label: nodeLabel(node), timeMs: 0, optimizerMs: 0 });
   return parts.get(node.path);
+}
+
+/**
+ * When an op's saved bytes were saved and freed (node.saved_span, on the memory run's clock; a
+ * freed end of null: alive when the iteration ended): [start, end). Without one (an older
+ * report) they count as alive throughout, so that a line's bytes are their sum, as before.
+ */
+function savedSpan(node) {
+  const span = node.saved_span;
+  if (!Array.isArray(span) || !Number.isFinite(span[0])) return [-Infinity, Infinity];
+  return [span[0], Number.isFinite(span[1]) ? span[1] : Infinity];
+}
+
+/**
+ * The most bytes of [start, end, bytes] entries alive at once: a line run in a loop whose runs
+ * free what they saved before the next saves (gradient accumulation) holds one run's, not
+ * their sum (an MLP's line over 4 micro-batches read 4× what it held).
+ */
+export function mostAtOnce(saved) {
+  const events = saved.flatMap(([start, end, bytes]) => [[start, bytes], [end, -bytes]]);
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1]); // at one tick, frees first
+  let now = 0;
+  let most = 0;
+  for (const [, change] of events) {
+    now += change;
+    most = Math.max(most, now);
+  }
+  return most;
 }
 
 /** Does parameter `name` (as named_parameters names it) belong to the module at `path`? */
@@ -63,12 +90,13 @@ export function ownsParameter(path, name, isRoot) {
 
 /**
  * Per-line totals within `node`: Map lineKey -> {file, line, cellId, timeMs, optimizerMs,
- * activationBytes, weightBytes, parts}; optimizerMs is the part of timeMs the optimizer step
- * ran, whose time does not scale with the batch (tree.js scaledTime). `optimizer`: whether
- * `node` is in the optimizer step (tree.js inOptimizer). Weight bytes come from report.weights
- * (frames = where the parameter was created), restricted to parameters of this module. `parts`
- * maps the path of each child of `node` that ran the line to {label, timeMs, optimizerMs,
- * activationBytes}.
+ * activationBytes, weightBytes, parts, saved}; optimizerMs is the part of timeMs the optimizer
+ * step ran, whose time does not scale with the batch (tree.js scaledTime). activationBytes:
+ * the most its ops held saved for backward at once (mostAtOnce over `saved`, their [start,
+ * end, bytes]). `optimizer`: whether `node` is in the optimizer step (tree.js inOptimizer).
+ * Weight bytes come from report.weights (frames = where the parameter was created), restricted
+ * to parameters of this module. `parts` maps the path of each child of `node` that ran the
+ * line to {label, timeMs, optimizerMs}.
  */
 export function lineStats(node, weights, isRoot, optimizer = false) {
   const stats = new Map();
@@ -86,12 +114,15 @@ export function lineStats(node, weights, isRoot, optimizer = false) {
     const stepTime = inStep ? time : 0;
     const act = n.activation_bytes || 0;
     if (time === 0 && act === 0) continue;
+    const span = savedSpan(n);
     for (const [key, frame] of distinct(frames)) {
       const e = entry(stats, key, frame);
-      add(e, time, stepTime, act);
-      if (part) add(partOf(e.parts, part), time, stepTime, act);
+      add(e, time, stepTime);
+      if (act) e.saved.push([...span, act]);
+      if (part) add(partOf(e.parts, part), time, stepTime);
     }
   }
+  for (const e of stats.values()) e.activationBytes = mostAtOnce(e.saved);
   for (const w of weights || []) {
     if (!ownsParameter(node.path, w.name, isRoot)) continue;
     for (const [key, frame] of distinct(w.frames)) {

@@ -9,7 +9,7 @@ afterEach(() => view?.unmount());
 test("the code view says its line totals are inclusive and where backward is, and names memory as the breakdown does", () => {
   view = mount({ report: loadReport("small") });
   expect(view.q("code-view").querySelector(".sk-code-head").textContent).toBe(
-    "Source of MLP: time and memory per line \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward; memory: what its ops save for backward (summed over the runs of a line in a loop, which may free theirs in turn), plus parameters, gradients and optimizer state created there");
+    "Source of MLP: time and memory per line \u00b7 inclusive: a line holds what it calls, so lines add up to more than the whole; an op's backward counts on the line of its forward; memory: the most its ops hold saved for backward at once (a line run in a loop whose runs free theirs in turn holds one run's), plus parameters, gradients and optimizer state created there");
   const titles = view.qa("line-marker").map((m) => m.title);
   expect(titles.length).toBeGreaterThan(0);
   for (const title of titles) {

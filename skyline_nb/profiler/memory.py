@@ -104,11 +104,26 @@ class LiveStorageTracker(DispatchMode):
 class SavedRecord:
     nbytes: int
     pack_op: int | None  # op index current when packed (fallback attribution)
+    saved_at: int  # ``SavedTensorTracker.clock`` when first packed
     unpack_ops: set[int] = field(default_factory=set)
+    freed_at: int | None = None  # the clock when its storage was freed; None: alive at the end
+
+
+# (first saved, last freed) of an op's saved storages on the tracker's clock; None: one was
+# still alive when the iteration ended
+Span = tuple[int, int | None]
 
 
 class SavedTensorTracker:
-    """Records the storages autograd saves for backward, attributed to forward ops.
+    """Records the storages autograd saves for backward, attributed to forward ops, and when
+    each was saved and freed (``clock``: one tick per storage saved or freed), so that a line
+    run in a loop whose runs free theirs in turn (gradient accumulation) is seen to hold one
+    run's at a time (``spans_per_op``).
+
+    A storage is one record while it lives: its key (the StorageImpl's address) is free for
+    another storage once it is freed. Until session 57 records were kept by key alone, and a
+    later storage at a freed one's address was not counted: an MLP stepped over 4
+    micro-batches saved 198,540 B of its 264,708.
 
     ``current_op`` returns the index of the last forward op dispatched; ``op_of_node`` maps the
     autograd node running a backward to the index of the forward op that created it.
@@ -123,46 +138,82 @@ class SavedTensorTracker:
         self.excluded = excluded_keys
         self.current_op = current_op
         self.op_of_node = op_of_node
-        self.records: dict[int, SavedRecord] = {}
+        self.records: list[SavedRecord] = []
+        self._alive: dict[int, SavedRecord] = {}  # by storage key, while active and alive
+        self.clock = 0
 
     def pack(self, tensor: torch.Tensor) -> Any:
         if isinstance(tensor, torch.nn.Parameter):
             return ((), tensor)
-        keys = []
+        records = []
         for key, part in tp.keyed_parts(tensor):  # a sparse tensor's: its indices and values
             if key in self.excluded:
                 continue
-            if key not in self.records:
-                self.records[key] = SavedRecord(tp.storage_nbytes(part), self.current_op())
-            keys.append(key)
-        return (tuple(keys), tensor)
+            record = self._alive.get(key)
+            if record is None:
+                self.clock += 1
+                record = SavedRecord(tp.storage_nbytes(part), self.current_op(), self.clock)
+                self._alive[key] = record
+                self.records.append(record)
+                tp.on_storage_free(part, self._freed, key)
+            records.append(record)
+        return (tuple(records), tensor)
+
+    def _freed(self, key: int) -> None:
+        record = self._alive.pop(key, None)
+        if record is not None:
+            self.clock += 1
+            record.freed_at = self.clock
 
     def unpack(self, packed: Any) -> torch.Tensor:
-        keys, tensor = packed
-        if keys:
+        records, tensor = packed
+        if records:
             node = tp.current_autograd_node()
             op = self.op_of_node(node) if node is not None else None
-            for key in keys:
-                record = self.records.get(key)
-                if op is not None and record is not None:
+            if op is not None:
+                for record in records:
                     record.unpack_ops.add(op)
         return tensor
 
     @contextmanager
     def active(self) -> Any:
-        with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
-            yield self
+        try:
+            with torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack):
+                yield self
+        finally:
+            self._alive = {}  # frees after the iteration are not its: alive at its end
+
+    @staticmethod
+    def _owner(record: SavedRecord) -> int | None:
+        """The op a storage counts at: its earliest unpacking op, else the one that packed it."""
+        return min(record.unpack_ops) if record.unpack_ops else record.pack_op
 
     def bytes_per_op(self) -> dict[int | None, int]:
         """Bytes per forward op index; each storage counted once, at its earliest saving op."""
         per_op: dict[int | None, int] = {}
-        for record in self.records.values():
-            owner = min(record.unpack_ops) if record.unpack_ops else record.pack_op
+        for record in self.records:
+            owner = self._owner(record)
             per_op[owner] = per_op.get(owner, 0) + record.nbytes
         return per_op
 
+    def spans_per_op(self) -> dict[int | None, Span]:
+        """Per forward op index (as ``bytes_per_op``), when its storages were first saved and
+        last freed, on ``clock``."""
+        per_op: dict[int | None, Span] = {}
+        for record in self.records:
+            owner = self._owner(record)
+            span = (record.saved_at, record.freed_at)
+            per_op[owner] = merged_span(per_op[owner], span) if owner in per_op else span
+        return per_op
+
     def total_bytes(self) -> int:
-        return sum(r.nbytes for r in self.records.values())
+        return sum(r.nbytes for r in self.records)
+
+
+def merged_span(a: Span, b: Span) -> Span:
+    """The span covering both: the first start, the last end (None, alive at the end, last)."""
+    end = None if a[1] is None or b[1] is None else max(a[1], b[1])
+    return (min(a[0], b[0]), end)
 
 
 def tensor_bytes(tensor: torch.Tensor) -> int:

@@ -11,10 +11,11 @@ Saved-tensor hooks change which ops autograd dispatches (no detach of saved outp
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from skyline_nb.categories import Categories, Category
 from skyline_nb.export.units import format_bytes
@@ -31,6 +32,8 @@ from skyline_nb.profiler.operations import OperationTracker
 from skyline_nb.profiler.peak import PeakSnapshot, PeakTracker
 from skyline_nb.profiler.providers import Inputs, Trial
 from skyline_nb.profiler.step_peak import MeasuredStep, measured_step
+
+T = TypeVar("T")  # what ``by_op_of`` re-keys
 
 
 @dataclass
@@ -163,22 +166,24 @@ def _together(ops: OperationTracker, saved: SavedTensorTracker | None,
 
 
 def by_op_of(
-    per_op: dict[int | None, int], source: OperationTracker, target: OperationTracker
-) -> dict[int | None, int]:
-    """Re-key bytes (or FLOPs) from the memory run's op indices to the timing run's ops (by
-    module and op key). An op the timing run lacks goes to its last op of that name in that
-    module: a step whose forward runs a varying number of times (L-BFGS's closure, called again
-    by its line search) ran more in one run than in the other, and those FLOPs went to None,
-    the untracked node, which does no op's work ("impossible", ``report_checks``); else to
-    None."""
+    per_op: dict[int | None, T], source: OperationTracker, target: OperationTracker,
+    merge: Callable[[T, T], T] = operator.add,
+) -> dict[int | None, T]:
+    """Re-key bytes (or FLOPs, or ``merge``d values such as saved spans) from the memory run's
+    op indices to the timing run's ops (by module and op key). An op the timing run lacks goes
+    to its last op of that name in that module: a step whose forward runs a varying number of
+    times (L-BFGS's closure, called again by its line search) ran more in one run than in the
+    other, and those FLOPs went to None, the untracked node, which does no op's work
+    ("impossible", ``report_checks``); else to None."""
     index_of = {(r.module, r.key): r.index for r in target.records}
     last_of = {(r.module, r.name): r.index for r in target.records}
-    result: dict[int | None, int] = {}
-    for index, nbytes in per_op.items():
+    result: dict[int | None, T] = {}
+    for index, value in per_op.items():
         record = source.records[index] if index is not None else None
         target_index = None if record is None else index_of.get(
             (record.module, record.key), last_of.get((record.module, record.name)))
-        result[target_index] = result.get(target_index, 0) + nbytes
+        result[target_index] = (merge(result[target_index], value) if target_index in result
+                                else value)
     return result
 
 

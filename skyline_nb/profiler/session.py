@@ -39,6 +39,7 @@ from skyline_nb.profiler.iteration import (
 from skyline_nb.profiler.level2 import NOTED_EXCESS, UNTRACKED_TOLERANCE, reconciled_op_times
 from skyline_nb.profiler.memory import (
     ParameterOrigins,
+    merged_span,
     tensor_bytes,
     unique_parameters,
 )
@@ -318,6 +319,7 @@ def _instrumented(
             model=model,
             ops=ops,
             activation_by_op=activation_by_op,
+            saved_span_by_op=by_op_of(run.saved.spans_per_op(), memory_ops, ops, merged_span),
             peak_activation_by_op=by_op_of(run.peak.by_op, memory_ops, ops),
             module_added=run.peak.module_added,
             flops=(by_op_of({**run.flops.forward, None: run.flops.unplaced}, memory_ops, ops),

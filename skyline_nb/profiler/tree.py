@@ -24,7 +24,7 @@ from torch import nn
 
 from skyline_nb.categories import OPTIMIZER_PATH, UNTRACKED_PATH, NodeKind
 from skyline_nb.profiler.compiled import class_name
-from skyline_nb.profiler.memory import user_path
+from skyline_nb.profiler.memory import Span, user_path
 from skyline_nb.profiler.operations import OperationTracker, OpRecord
 from skyline_nb.report import Frame, Node
 
@@ -35,6 +35,7 @@ class TreeInputs:
     ops: OperationTracker
     activation_by_op: dict[int | None, int]
     peak_activation_by_op: dict[int | None, int]
+    saved_span_by_op: dict[int | None, Span]  # when those were saved and freed (memory.py)
     module_added: dict[tuple[str, str], int]  # (phase, module path) -> bytes (``peak.py``)
     flops: tuple[dict[int | None, int], dict[int | None, int]]  # forward, backward by op
     flop_bytes_moved: dict[int | None, int]
@@ -83,6 +84,7 @@ def build_tree(inputs: TreeInputs) -> Node:
     untracked_ms = 0.0 if scaled else inputs.untracked_ms
     untracked = Node(0, "untracked", UNTRACKED_PATH, NodeKind.UNTRACKED, forward_ms=untracked_ms)
     untracked.activation_bytes = inputs.activation_by_op.get(None, 0)
+    untracked.saved_span = inputs.saved_span_by_op.get(None)
     untracked.peak_activation_bytes = inputs.peak_activation_by_op.get(None, 0)
     untracked.forward_flops = inputs.flops[0].get(None, 0)
     untracked.backward_flops = inputs.flops[1].get(None, 0)
@@ -116,6 +118,7 @@ def _leaf(record: OpRecord, inputs: TreeInputs, share: float) -> Node:
         forward_ms=record.forward_ms * share,
         backward_ms=None if record.backward_ms is None else record.backward_ms * share,
         activation_bytes=inputs.activation_by_op.get(record.index, 0),
+        saved_span=inputs.saved_span_by_op.get(record.index),
         peak_activation_bytes=inputs.peak_activation_by_op.get(record.index, 0),
         forward_flops=inputs.flops[0].get(record.index, 0),
         backward_flops=inputs.flops[1].get(record.index, 0),

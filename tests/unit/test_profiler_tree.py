@@ -26,8 +26,8 @@ def tree_for(untracked_ms: float):
     ]
     ops = SimpleNamespace(records=records, module_frames={}, extra_modules={},
                           ops_ms=lambda: sum(r.forward_ms + (r.backward_ms or 0) for r in records))
-    return build_tree(TreeInputs(model, ops, {}, {}, {}, ({}, {}), {}, {}, {}, {}, {}, untracked_ms,
-                                 "SGD"))
+    return build_tree(TreeInputs(model, ops, {}, {}, {}, {}, ({}, {}), {}, {}, {}, {}, {},
+                                 untracked_ms, "SGD"))
 
 
 def test_a_positive_remainder_is_kept_as_measured() -> None:
